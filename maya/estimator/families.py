@@ -1,0 +1,116 @@
+"""Op families: which learned model estimates which aten op.
+
+Each family gets one CatBoost model. An op maps to a family by its full name (`aten::add.Tensor`),
+then by its name without the overload (`aten::add`), then by a name prefix (`aten::_foreach_`).
+An op with no family has no model and falls back to the roofline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+GEMM = "gemm"
+CONV = "conv"
+SDPA = "sdpa"
+NORM = "norm"
+SOFTMAX = "softmax"
+EMBEDDING = "embedding"
+ELEMENTWISE = "elementwise"
+REDUCTION = "reduction"
+COPY = "copy"
+FOREACH = "foreach"
+INDEX = "index"
+
+FAMILIES = (GEMM, CONV, SDPA, NORM, SOFTMAX, EMBEDDING, ELEMENTWISE, REDUCTION, COPY, FOREACH, INDEX)
+"""Every family the profiler writes a `<family>.parquet` for."""
+
+TF32_FAMILIES = frozenset({GEMM, CONV, SDPA})
+"""Families whose float32 kernels run on tensor cores when TF32 is allowed."""
+
+
+def _family(family: str, *ops: str) -> dict[str, str]:
+    return {f"aten::{op}": family for op in ops}
+
+
+OP_FAMILIES: dict[str, str] = {
+    **_family(GEMM, "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "mv", "addmv", "dot",
+              "_scaled_mm", "_addmm_activation", "_int_mm"),
+    **_family(CONV, "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution",
+              "cudnn_convolution_transpose", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+              "convolution_backward", "_convolution_double_backward", "conv_depthwise2d"),
+    **_family(SDPA, "scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+              "_scaled_dot_product_flash_attention_backward", "_scaled_dot_product_efficient_attention",
+              "_scaled_dot_product_efficient_attention_backward", "_scaled_dot_product_cudnn_attention",
+              "_scaled_dot_product_cudnn_attention_backward", "_flash_attention_forward",
+              "_flash_attention_backward", "_efficient_attention_forward", "_efficient_attention_backward"),
+    **_family(NORM, "native_layer_norm", "native_layer_norm_backward", "layer_norm", "native_batch_norm",
+              "native_batch_norm_backward", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+              "_native_batch_norm_legit_functional", "cudnn_batch_norm", "cudnn_batch_norm_backward",
+              "batch_norm", "native_group_norm", "native_group_norm_backward", "group_norm", "rms_norm",
+              "_fused_rms_norm", "_fused_rms_norm_backward", "instance_norm"),
+    **_family(SOFTMAX, "_softmax", "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data",
+              "softmax", "log_softmax", "_safe_softmax"),
+    **_family(EMBEDDING, "embedding", "embedding_dense_backward", "embedding_backward", "_embedding_bag",
+              "_embedding_bag_forward_only", "_embedding_bag_backward", "_embedding_bag_dense_backward"),
+    **_family(ELEMENTWISE, "add", "add_", "sub", "sub_", "rsub", "mul", "mul_", "div", "div_", "neg", "neg_",
+              "exp", "exp_", "log", "log_", "log1p", "expm1", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "pow", "pow_",
+              "reciprocal", "reciprocal_", "abs", "sign", "sin", "cos", "tanh", "tanh_", "tanh_backward",
+              "sigmoid", "sigmoid_", "sigmoid_backward", "relu", "relu_", "threshold", "threshold_backward",
+              "gelu", "gelu_", "gelu_backward", "silu", "silu_", "silu_backward", "mish", "mish_backward",
+              "hardtanh", "hardtanh_", "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "elu",
+              "elu_backward", "softplus", "softplus_backward", "erf", "erfinv", "clamp", "clamp_", "clamp_min",
+              "clamp_min_", "clamp_max", "clamp_max_", "where", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
+              "lerp", "lerp_", "fill_", "fill", "zero_", "zeros_like", "ones_like", "full_like", "masked_fill",
+              "masked_fill_", "native_dropout", "native_dropout_backward", "bernoulli_", "bernoulli",
+              "uniform_", "normal_", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+              "logical_not", "bitwise_and", "bitwise_or", "bitwise_not", "maximum", "minimum", "floor",
+              "ceil", "round", "trunc", "frac", "remainder", "fmod", "isnan", "isinf", "nan_to_num",
+              "square", "arange", "linspace", "mse_loss", "mse_loss_backward", "_fused_dropout"),
+    **_family(REDUCTION, "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
+              "var_mean", "std", "std_mean", "norm", "linalg_vector_norm", "all", "any",
+              "cumsum", "cumprod", "logsumexp", "topk", "sort", "nll_loss_forward", "nll_loss_backward",
+              "nll_loss2d_forward", "nll_loss2d_backward", "_fused_cross_entropy", "count_nonzero"),
+    **_family(COPY, "copy_", "_to_copy", "clone", "contiguous", "cat", "stack", "constant_pad_nd", "repeat",
+              "flip", "roll", "tril", "triu", "tril_", "triu_", "slice_backward", "select_backward",
+              "narrow_copy", "permute_copy", "transpose_copy", "expand_copy", "split_with_sizes_copy",
+              "_unsafe_view_copy", "unfold_backward", "reflection_pad2d", "replication_pad2d",
+              "upsample_nearest2d", "upsample_bilinear2d", "max_pool2d_with_indices",
+              "max_pool2d_with_indices_backward", "avg_pool2d", "avg_pool2d_backward",
+              "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "col2im", "im2col"),
+    **_family(INDEX, "index", "index_put", "index_put_", "_index_put_impl_", "index_select", "index_add",
+              "index_add_", "index_copy", "index_copy_", "gather", "scatter", "scatter_", "scatter_add",
+              "scatter_add_", "scatter_reduce", "masked_select", "masked_scatter", "nonzero", "take",
+              "put_", "index_fill_", "_unsafe_index", "_unsafe_index_put"),
+}
+"""aten op name (overload dropped, or full name) -> family."""
+
+OP_FAMILY_PREFIXES: dict[str, str] = {
+    "aten::_foreach_": FOREACH,
+    "aten::_fused_adam": FOREACH,
+    "aten::_fused_sgd": FOREACH,
+    "aten::_fused_adagrad": FOREACH,
+}
+"""Name prefix -> family, for op groups with too many overloads to list (`_foreach_mul_.ScalarList`)."""
+
+
+def family_of(op: str) -> str | None:
+    """The family of one aten op name, or None when no family covers it."""
+    if op in OP_FAMILIES:
+        return OP_FAMILIES[op]
+    for prefix, family in OP_FAMILY_PREFIXES.items():
+        if op.startswith(prefix):
+            return family
+    return OP_FAMILIES.get(op.split(".", 1)[0])
+
+
+def families_of(ops: Iterable[str]) -> np.ndarray:
+    """Vectorised `family_of`: an object array of family names (None where no family applies).
+
+    Maps each distinct op name once, so a million-row column costs one dictionary pass.
+    """
+    ops = np.asarray(list(ops) if not isinstance(ops, np.ndarray) else ops, dtype=object)
+    uniques, inverse = np.unique(ops.astype(str), return_inverse=True)
+    mapped = np.array([family_of(op) for op in uniques] + [None], dtype=object)[:-1]
+    return mapped[inverse]

@@ -1,0 +1,190 @@
+"""`fit_models`: train one CatBoost GPU-time model per op family from a profile directory.
+
+    fit_models("maya/estimator/data/h200", "maya/estimator/data/h200/models")
+
+reads `<profile_dir>/*.parquet` (the profiler's `<family>.parquet` files and `exact.parquet`) and
+writes `<out_dir>/<family>.cbm`, `<out_dir>/exact_durations.parquet` and `<out_dir>/fit_report.json`.
+Each model predicts log(duration_us) from `features.extract_features`. Whole signatures are held out
+(seeded), so held-out metrics measure shapes the model never saw. The shipped model is then refitted
+on all rows with the same settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from maya.estimator.exact_table import EXACT_FILE, ExactTable
+from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
+from maya.estimator.fit_report import FamilyFit, FitReport
+from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
+from maya.estimator.signature import _mix, signature_keys
+from maya.hardware import GpuSpec, load_gpu
+
+logger = logging.getLogger(__name__)
+
+MIN_HOLDOUT_SIGNATURES = 5
+"""A family with fewer distinct signatures is trained on all of them and gets no held-out metrics."""
+
+_DEPTH = 6
+_LEARNING_RATE = 0.08
+
+
+def import_catboost():
+    """Import catboost, or fail with the command that installs it."""
+    try:
+        import catboost
+    except ImportError as error:
+        raise ImportError("the estimator needs CatBoost: pip install 'catboost>=1.2'") from error
+    return catboost
+
+
+def read_profiles(profile_dir: str | os.PathLike) -> pa.Table:
+    """Every profile row under `profile_dir` (all `*.parquet` files), as one Arrow table."""
+    files = sorted(Path(profile_dir).glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no profile Parquet files in {profile_dir} (run `maya profile` on a GPU)")
+    return pa.concat_tables([pq.read_table(path) for path in files], promote_options="permissive")
+
+
+def _resolve_gpu(profiles: pa.Table, gpu: str | None) -> tuple[GpuSpec, str]:
+    names = sorted(set(profiles.column("gpu_name").to_pylist())) if "gpu_name" in profiles.column_names else []
+    if len(names) > 1:
+        raise ValueError(f"profiles mix GPUs {names}; fit one GPU's profiles at a time")
+    name = names[0] if names else ""
+    if gpu is not None:
+        return load_gpu(gpu), name
+    try:
+        return load_gpu(name), name
+    except ValueError as error:
+        raise ValueError(f"profiles were recorded on {name!r}, not a catalog GPU; pass gpu=<catalog key>") from error
+
+
+def holdout_mask(keys: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """Which rows to hold out: a seeded hash of the signature key picks whole signatures.
+
+    At least one signature lands on each side when there are `MIN_HOLDOUT_SIGNATURES` or more.
+    """
+    unique = np.unique(keys)
+    if fraction <= 0 or len(unique) < MIN_HOLDOUT_SIGNATURES:
+        return np.zeros(len(keys), dtype=bool)
+    draw = (_mix(unique ^ np.uint64(seed)) >> np.uint64(11)).astype(np.float64) / 2.0**53
+    held = draw < fraction
+    if not held.any():
+        held[np.argmin(draw)] = True
+    if held.all():
+        held[np.argmax(draw)] = False
+    return np.isin(keys, unique[held])
+
+
+def error_metrics(predicted_us: np.ndarray, measured_us: np.ndarray) -> dict[str, float]:
+    """MAPE, median APE and time-weighted error (sum|p - m| / sum m), each as a fraction."""
+    absolute = np.abs(predicted_us - measured_us)
+    relative = absolute / measured_us
+    return {
+        "mape": float(np.mean(relative)),
+        "median_ape": float(np.median(relative)),
+        "time_weighted_error": float(absolute.sum() / measured_us.sum()),
+    }
+
+
+def _regressor(catboost, *, iterations: int, seed: int, thread_count: int, categorical: list[str]):
+    return catboost.CatBoostRegressor(
+        loss_function="RMSE", iterations=iterations, depth=_DEPTH, learning_rate=_LEARNING_RATE,
+        random_seed=seed, thread_count=thread_count, cat_features=categorical, verbose=False,
+        allow_writing_files=False,
+    )
+
+
+def fit_models(
+    profile_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    seed: int = 0,
+    holdout_fraction: float = 0.2,
+    gpu: str | None = None,
+    iterations: int = 1000,
+    thread_count: int = 4,
+) -> FitReport:
+    """Train and save one CatBoost model per op family; return the held-out report.
+
+    Args:
+        profile_dir: directory of profile Parquet files (`<family>.parquet`, `exact.parquet`).
+        out_dir: directory to write `<family>.cbm`, `exact_durations.parquet` and `fit_report.json`.
+        seed: seed of the held-out split and of CatBoost.
+        holdout_fraction: fraction of each family's distinct signatures held out for evaluation.
+        gpu: catalog key of the GPU the profiles came from; default: their `gpu_name` column.
+        iterations: CatBoost boosting iterations per model.
+        thread_count: CatBoost threads; fixed so that the same inputs give the same models.
+
+    Returns:
+        The `FitReport`, also saved as `<out_dir>/fit_report.json`.
+    """
+    catboost = import_catboost()
+    profiles = read_profiles(profile_dir)
+    spec, gpu_name = _resolve_gpu(profiles, gpu)
+    measured = np.asarray(profiles.column("duration_us").to_numpy(zero_copy_only=False), dtype=np.float64)
+    valid = np.isfinite(measured) & (measured > 0)
+    if not valid.all():
+        logger.warning("dropping %d profile rows without a positive duration_us", int((~valid).sum()))
+        profiles, measured = profiles.filter(pa.array(valid)), measured[valid]
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    keys = signature_keys(profiles)
+    ExactTable.from_profiles(profiles).save(out / EXACT_FILE)
+    features = extract_features(profiles, spec)
+    # The profiler's family column is the truth for training; the estimator routes by op name.
+    families = np.asarray(profiles.column("family").to_numpy(zero_copy_only=False), dtype=object)
+    flops = np.asarray(profiles.column("flops").to_numpy(zero_copy_only=False), dtype=np.float64)
+    bytes_ = np.asarray(profiles.column("bytes").to_numpy(zero_copy_only=False), dtype=np.float64)
+
+    fits = {}
+    for family in sorted(set(families)):
+        rows = np.flatnonzero(families == family)
+        names = list(features_for_family(family))
+        categorical = [name for name in names if name in CATEGORICAL_FEATURES]
+        x = features.iloc[rows][names].reset_index(drop=True)
+        y = np.log(measured[rows])
+        held = holdout_mask(keys[rows], holdout_fraction, seed)
+        metrics: dict[str, float | None] = dict.fromkeys(("mape", "median_ape", "time_weighted_error"))
+        roofline_error = None
+        if held.any():
+            model = _regressor(catboost, iterations=iterations, seed=seed, thread_count=thread_count,
+                               categorical=categorical)
+            model.fit(x[~held], y[~held])
+            predicted = np.exp(model.predict(x[held]))
+            metrics = error_metrics(predicted, measured[rows][held])
+            peak = peak_flops_per_s(spec, features["dtype"].to_numpy()[rows][held], families[rows][held])
+            roofline = roofline_duration_us(flops[rows][held], bytes_[rows][held], peak,
+                                            spec.memory_bandwidth_bytes_per_s)
+            roofline_error = error_metrics(roofline, measured[rows][held])["time_weighted_error"]
+        model = _regressor(catboost, iterations=iterations, seed=seed, thread_count=thread_count,
+                           categorical=categorical)
+        model.fit(x, y)
+        model.save_model(str(out / f"{family}.cbm"))
+        fits[family] = FamilyFit(
+            family=family, rows=len(rows), signatures=len(np.unique(keys[rows])), holdout_rows=int(held.sum()),
+            holdout_signatures=len(np.unique(keys[rows][held])), features=tuple(names),
+            categorical_features=tuple(categorical),
+            ops=tuple(sorted(set(profiles.column("op").take(pa.array(rows)).to_pylist()))),
+            roofline_time_weighted_error=roofline_error, **metrics,
+        )
+        logger.info("fitted %s on %d rows; held-out time-weighted error %s", family, len(rows),
+                    metrics["time_weighted_error"])
+
+    report = FitReport(
+        gpu=spec.key, gpu_name=gpu_name,
+        torch_versions=tuple(sorted(set(profiles.column("torch_version").to_pylist())))
+        if "torch_version" in profiles.column_names else (),
+        catboost_version=catboost.__version__, seed=seed, holdout_fraction=holdout_fraction,
+        iterations=iterations, thread_count=thread_count, families=fits,
+    )
+    report.save(out)
+    return report
