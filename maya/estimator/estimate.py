@@ -1,0 +1,293 @@
+"""`estimate_trace`: the GPU time of every row of a rank's trace, each estimate tagged by its source.
+
+Kernel rows are estimated in order of trust: the measured time of the exact signature
+(`exact`), the family's CatBoost model (`catboost`), else the roofline (`roofline`). A trace has
+few distinct signatures, so rows are deduplicated by signature key, each unique signature is
+estimated once, and the results are joined back. Memcpy rows get a link-bandwidth roofline;
+collective rows are left to the collective model and, like sync/event/iteration rows, get 0 with
+source `none`.
+
+Catalog GPUs without profiles of their own (h100, a100) are estimated with the H200 models and
+scaled by the catalog: an op that is compute-bound on the source GPU (arithmetic intensity at or
+above its ridge point) by the ratio of peak FLOP/s for its dtype, any other op by the ratio of
+memory bandwidths. Those rows are tagged `exact-transfer` / `catboost-transfer`; they and roofline
+rows carry `low_confidence=True`.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from maya.estimator.exact_table import ExactTable
+from maya.estimator.features import FEATURE_COLUMNS, extract_features, features_for_family
+from maya.estimator.model_set import ModelSet, load_model_set, resolve_models_dir
+from maya.estimator.roofline import KERNEL_LATENCY_US, compute_bound, peak_flops_per_s, roofline_duration_us
+from maya.estimator.signature import signature_keys
+from maya.estimator.tensor_columns import as_arrow
+from maya.hardware import GpuSpec, load_gpu
+from maya.trace import EventKind
+
+logger = logging.getLogger(__name__)
+
+
+class EstimateSource(str, enum.Enum):
+    """Where a row's `duration_us` came from."""
+
+    EXACT = "exact"
+    """Measured median of the identical signature on the target GPU."""
+    CATBOOST = "catboost"
+    """The op family's CatBoost model, trained on the target GPU."""
+    EXACT_TRANSFER = "exact-transfer"
+    """Measured on another GPU, scaled by catalog ratios."""
+    CATBOOST_TRANSFER = "catboost-transfer"
+    """Another GPU's CatBoost model, scaled by catalog ratios."""
+    ROOFLINE = "roofline"
+    """Roofline of the target GPU: no profile and no model covers the op."""
+    NONE = "none"
+    """Not a GPU-time row (sync, events, iteration ends, collectives); duration 0."""
+
+
+ExactArg = ExactTable | pa.Table | pd.DataFrame | str | os.PathLike | bool | None
+
+
+def estimate_trace(
+    table_or_df: pa.Table | pd.DataFrame,
+    *,
+    gpu: str = "h200",
+    models_dir: str | os.PathLike | None = None,
+    exact: ExactArg = None,
+    allow_tf32: bool = False,
+) -> pd.DataFrame:
+    """Add `duration_us`, `estimate_source` and `low_confidence` to every trace row.
+
+    Args:
+        table_or_df: a rank's trace (`maya.trace.read_rank_trace`) or a DataFrame of its rows.
+        gpu: catalog key of the target GPU.
+        models_dir: fitted models (`fit_models` output); default: those shipped for `gpu`, else the
+            H200 models with transfer scaling.
+        exact: exact-signature table: None uses the models' own, False disables exact lookup; an
+            `ExactTable`, profile rows, or a Parquet file/directory of profiles replaces it.
+        allow_tf32: whether float32 matmuls may use TF32 (traces do not record it).
+
+    Returns:
+        The rows as a DataFrame (list columns Arrow-backed when given an Arrow table) with
+        `duration_us` (float, microseconds of GPU time), `estimate_source` (an `EstimateSource`
+        value) and `low_confidence` (bool).
+
+    Raises:
+        FileNotFoundError: no fitted models; the message names the path and the `maya fit` command.
+    """
+    models = load_model_set(str(resolve_models_dir(gpu, models_dir)))
+    duration_us, source, low_confidence = _estimate(
+        table_or_df, models=models, target=load_gpu(gpu), exact=_exact_table(models, exact), allow_tf32=allow_tf32
+    )
+    if isinstance(table_or_df, pa.Table):
+        frame = table_or_df.to_pandas(types_mapper=_arrow_backed_lists)
+    else:
+        frame = table_or_df.copy(deep=False)
+    frame["duration_us"] = duration_us
+    frame["estimate_source"] = source
+    frame["low_confidence"] = low_confidence
+    return frame
+
+
+def source_shares(df: pd.DataFrame) -> dict[str, float]:
+    """Share of the total predicted `duration_us` that each `estimate_source` contributed.
+
+    Returns:
+        `{source: fraction}` over the sources present, fractions summing to 1 (all 0 when the
+        total time is 0), largest first.
+    """
+    totals = df.groupby("estimate_source", sort=False)["duration_us"].sum().sort_values(ascending=False)
+    total = float(totals.sum())
+    return {str(name): (float(value) / total if total > 0 else 0.0) for name, value in totals.items()}
+
+
+def _arrow_backed_lists(kind: pa.DataType):
+    # Converting list columns of a million rows to Python objects costs more than estimating them.
+    return pd.ArrowDtype(kind) if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
+
+
+def _exact_table(models: ModelSet, exact: ExactArg) -> ExactTable | None:
+    if exact is None or exact is True:
+        return models.exact
+    if exact is False:
+        return None
+    if isinstance(exact, ExactTable):
+        return exact
+    if isinstance(exact, (pa.Table, pd.DataFrame)):
+        return ExactTable.from_profiles(exact)
+    return ExactTable.load(exact)
+
+
+def _estimate(
+    data: pa.Table | pd.DataFrame, *, models: ModelSet, target: GpuSpec, exact: ExactTable | None, allow_tf32: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(duration_us, estimate_source, low_confidence) arrays for every row of a trace."""
+    table = as_arrow(data, ("kind", *FEATURE_COLUMNS))
+    rows = table.num_rows
+    duration_us = np.zeros(rows, dtype=np.float64)
+    source = np.full(rows, EstimateSource.NONE.value, dtype=object)
+    low_confidence = np.zeros(rows, dtype=bool)
+    if "kind" in table.column_names:
+        kind = np.asarray(table.column("kind").to_numpy(zero_copy_only=False), dtype=object)
+    else:
+        kind = np.full(rows, EventKind.KERNEL.value, dtype=object)
+
+    kernel = np.flatnonzero(kind == EventKind.KERNEL.value)
+    if len(kernel):
+        kernels = table if len(kernel) == rows else table.take(pa.array(kernel))
+        keys = signature_keys(kernels, allow_tf32=allow_tf32)
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        unique_rows = kernels.take(pa.array(first))
+        counts = np.bincount(inverse.ravel(), minlength=len(first))
+        u_duration, u_source, u_low = _estimate_unique(
+            unique_rows, keys[first], counts, models=models, target=target, exact=exact, allow_tf32=allow_tf32
+        )
+        inverse = inverse.ravel()
+        duration_us[kernel] = u_duration[inverse]
+        source[kernel] = u_source[inverse]
+        low_confidence[kernel] = u_low[inverse]
+
+    memcpy = np.flatnonzero(kind == EventKind.MEMCPY.value)
+    if len(memcpy):
+        duration_us[memcpy] = _memcpy_duration_us(table.take(pa.array(memcpy)), target)
+        source[memcpy] = EstimateSource.ROOFLINE.value
+        low_confidence[memcpy] = True
+    return duration_us, source, low_confidence
+
+
+def _estimate_unique(
+    table: pa.Table, keys: np.ndarray, counts: np.ndarray, *, models: ModelSet, target: GpuSpec,
+    exact: ExactTable | None, allow_tf32: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimate each distinct signature once; `counts` is how many trace rows share it."""
+    n = table.num_rows
+    features = extract_features(table, models.gpu, allow_tf32=allow_tf32)
+    ops = features["op"].to_numpy()
+    family = models.families(ops)
+    dtype = features["dtype"].to_numpy()
+    duration_us = exact.lookup(keys) if exact is not None else np.full(n, np.nan)
+    source = np.where(np.isnan(duration_us), "", EstimateSource.EXACT.value).astype(object)
+
+    for name, model in models.models.items():
+        rows = np.flatnonzero((family == name) & np.isnan(duration_us))
+        if len(rows):
+            x = features.iloc[rows][list(features_for_family(name))]
+            duration_us[rows] = np.exp(model.predict(x))
+            source[rows] = EstimateSource.CATBOOST.value
+
+    flops = np.asarray(table.column("flops").fill_null(0), dtype=np.float64)
+    bytes_ = np.asarray(table.column("bytes").fill_null(0), dtype=np.float64)
+    learned = source != ""
+    if models.gpu.key != target.key and learned.any():
+        peak_source = peak_flops_per_s(models.gpu, dtype, family, allow_tf32=allow_tf32)
+        peak_target = peak_flops_per_s(target, dtype, family, allow_tf32=allow_tf32)
+        ratio = transfer_ratio(flops, bytes_, peak_source, peak_target, models.gpu, target)
+        duration_us[learned] *= ratio[learned]
+        source[learned] = source[learned] + "-transfer"
+
+    fallback = ~learned
+    if fallback.any():
+        peak = peak_flops_per_s(target, dtype[fallback], family[fallback], allow_tf32=allow_tf32)
+        duration_us[fallback] = roofline_duration_us(
+            flops[fallback], bytes_[fallback], peak, target.memory_bandwidth_bytes_per_s
+        )
+        source[fallback] = EstimateSource.ROOFLINE.value
+        _warn_unmodelled(ops[fallback], counts[fallback])
+    low_confidence = fallback | (models.gpu.key != target.key)
+    return duration_us, source, low_confidence
+
+
+def transfer_ratio(
+    flops: np.ndarray, bytes_: np.ndarray, peak_source: np.ndarray, peak_target: np.ndarray,
+    source_gpu: GpuSpec, target_gpu: GpuSpec,
+) -> np.ndarray:
+    """Factor turning a source-GPU time into a target-GPU time, per op.
+
+    Compute-bound ops on the source GPU (intensity >= its ridge point) scale by
+    peak_source / peak_target for their dtype; all others by
+    source_bandwidth / target_bandwidth.
+    """
+    bound = compute_bound(flops, bytes_, peak_source, source_gpu)
+    memory_ratio = source_gpu.memory_bandwidth_bytes_per_s / target_gpu.memory_bandwidth_bytes_per_s
+    return np.where(bound, peak_source / peak_target, memory_ratio)
+
+
+def _warn_unmodelled(ops: np.ndarray, counts: np.ndarray) -> None:
+    per_op = pd.Series(counts, index=ops).groupby(level=0).sum().sort_values(ascending=False)
+    listed = ", ".join(f"{op} ({count})" for op, count in per_op.items())
+    logger.warning("%d ops of %d op types had no model; roofline used: %s", int(per_op.sum()), len(per_op), listed)
+
+
+def _memcpy_duration_us(table: pa.Table, gpu: GpuSpec) -> np.ndarray:
+    """Host<->device copies at PCIe bandwidth, device copies at HBM bandwidth, plus kernel latency."""
+    attrs = pd.Series(table.column("attrs").to_pylist(), dtype=object).fillna("{}")
+    uniques, inverse = np.unique(attrs.to_numpy(dtype=str), return_inverse=True)
+    over_host = np.array([_touches_host(text) for text in uniques] + [False])[:-1][inverse]
+    bandwidth = np.where(over_host, gpu.pcie_bandwidth_bytes_per_s, gpu.memory_bandwidth_bytes_per_s)
+    bytes_ = np.asarray(table.column("bytes").fill_null(0), dtype=np.float64)
+    return bytes_ / bandwidth * 1e6 + KERNEL_LATENCY_US
+
+
+def _touches_host(attrs: str) -> bool:
+    try:
+        parsed = json.loads(attrs)
+    except json.JSONDecodeError:
+        return True
+    ends = [parsed.get("src"), parsed.get("dst")] if isinstance(parsed, dict) else []
+    return any("cpu" in json.dumps(end) for end in ends if end is not None)
+
+
+class _BatchEstimator:
+    """Ray Data callable: loads the models once per worker, then estimates pandas batches."""
+
+    def __init__(self, *, gpu: str, models_dir: str, exact: ExactArg, allow_tf32: bool) -> None:
+        self._models = load_model_set(models_dir)
+        self._target = load_gpu(gpu)
+        self._exact = _exact_table(self._models, exact)
+        self._allow_tf32 = allow_tf32
+
+    def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
+        duration_us, source, low_confidence = _estimate(
+            batch, models=self._models, target=self._target, exact=self._exact, allow_tf32=self._allow_tf32
+        )
+        return batch.assign(duration_us=duration_us, estimate_source=source, low_confidence=low_confidence)
+
+
+def estimate_dataset(
+    ds,
+    *,
+    gpu: str = "h200",
+    models_dir: str | os.PathLike | None = None,
+    exact: ExactArg = None,
+    allow_tf32: bool = False,
+    concurrency: int = 1,
+):
+    """`estimate_trace` over a `ray.data.Dataset` of trace rows, with models loaded once per worker.
+
+    Args:
+        ds: Ray Dataset of trace rows (e.g. `ray.data.read_parquet(trace_dir)`).
+        gpu, models_dir, exact, allow_tf32: as for `estimate_trace`.
+        concurrency: number of estimator actors.
+
+    Returns:
+        A lazy Ray Dataset of the same rows plus `duration_us`, `estimate_source`, `low_confidence`.
+    """
+    resolved = resolve_models_dir(gpu, models_dir)
+    load_model_set(str(resolved))  # fail here, on the driver, when the models are missing
+    if isinstance(exact, (pa.Table, pd.DataFrame)):
+        exact = ExactTable.from_profiles(exact)
+    return ds.map_batches(
+        _BatchEstimator,
+        fn_constructor_kwargs={"gpu": gpu, "models_dir": str(resolved), "exact": exact, "allow_tf32": allow_tf32},
+        batch_format="pandas",
+        concurrency=concurrency,
+    )
