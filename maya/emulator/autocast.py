@@ -1,0 +1,217 @@
+"""CUDA autocast, reproduced in Python.
+
+PyTorch's C++ CUDA autocast kernels abort on a machine without a GPU, so under emulation
+`torch.autocast("cuda", ...)` never turns them on. Instead a TorchFunctionMode applies the CUDA
+cast policy at the Python API level, above autograd, exactly where autocast's casts sit: the casts
+are ordinary autograd-visible `.to(dtype)` calls, and casts of leaf parameters are cached for the
+length of the outermost autocast region, as autocast's weight cache does.
+
+The op lists follow `TORCH_LIBRARY_IMPL(aten, AutocastCUDA, m)` in aten/src/ATen/autocast_mode.cpp.
+`cross_entropy` is listed as fp32: autocast reaches the `log_softmax` inside C++'s
+`cross_entropy_loss` composite (fp32_set_opt_dtype) and `nll_loss` (fp32), so the whole op runs in
+float32, which casting its input once reproduces.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from maya.emulator.fake_mode import is_emulated_cuda
+from maya.emulator.patcher import Patcher
+
+
+class CastPolicy(enum.Enum):
+    """How autocast treats an op's floating-point tensor arguments."""
+
+    LOWER_PRECISION = "lower_precision_fp"
+    FP32 = "fp32"
+    FP32_SET_OPT_DTYPE = "fp32_set_opt_dtype"
+    PROMOTE = "promote"
+
+
+LOWER_PRECISION_OPS = (
+    "_convolution", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "convolution", "prelu", "addmm", "addmv", "addr", "matmul", "einsum", "mm", "mv",
+    "linalg_vecdot", "linear", "addbmm", "baddbmm", "bmm", "chain_matmul", "linalg_multi_dot",
+    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "scaled_dot_product_attention",
+    "__matmul__", "__rmatmul__",
+)
+FP32_OPS = (
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
+    "sinh", "tan", "pow", "__pow__", "__rpow__", "softplus", "layer_norm", "group_norm", "frobenius_norm",
+    "nuclear_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss",
+    "nll_loss2d", "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
+    "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+    "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp",
+    "cross_entropy",
+)
+FP32_SET_OPT_DTYPE_OPS = (
+    "prod", "softmax", "log_softmax", "cumprod", "cumsum", "linalg_vector_norm", "linalg_matrix_norm", "sum",
+)
+PROMOTE_OPS = (
+    "addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "grid_sampler", "index_put", "tensordot",
+    "scatter_add",
+)
+_NAMESPACES = (torch, torch.Tensor, F, torch._C._nn, torch.linalg, torch._C._linalg, torch.functional)
+
+
+def _policy_table() -> dict[object, CastPolicy]:
+    table: dict[object, CastPolicy] = {}
+    for names, policy in (
+        (LOWER_PRECISION_OPS, CastPolicy.LOWER_PRECISION),
+        (FP32_OPS, CastPolicy.FP32),
+        (FP32_SET_OPT_DTYPE_OPS, CastPolicy.FP32_SET_OPT_DTYPE),
+        (PROMOTE_OPS, CastPolicy.PROMOTE),
+    ):
+        for name in names:
+            for ns in _NAMESPACES:
+                fn = getattr(ns, name, None)
+                if fn is not None:
+                    table[fn] = policy
+    return table
+
+
+@dataclass(slots=True)
+class _Region:
+    """One entered `torch.autocast("cuda", ...)`."""
+
+    enabled: bool
+    dtype: torch.dtype
+    cache_enabled: bool
+
+
+class AutocastState:
+    """The stack of CUDA autocast regions, and the weight-cast cache of the outermost one."""
+
+    def __init__(self) -> None:
+        self.regions: list[_Region] = []
+        self.cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.mode = _AutocastMode(self)
+        self.table = _policy_table()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.regions) and self.regions[-1].enabled
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.regions[-1].dtype if self.regions else torch.float16
+
+    def enter(self, region: _Region) -> None:
+        self.regions.append(region)
+        if len(self.regions) == 1:
+            self.mode.__enter__()
+
+    def exit(self) -> None:
+        self.regions.pop()
+        if not self.regions:
+            self.mode.__exit__(None, None, None)
+            self.cache.clear()
+
+    def cast(self, t: object, dtype: torch.dtype) -> object:
+        """Autocast's `cached_cast`: only floating, non-float64 CUDA tensors are cast."""
+        if not (is_emulated_cuda(t) and t.is_floating_point() and t.dtype is not torch.float64 and t.dtype is not dtype):
+            return t
+        region = self.regions[-1]
+        if region.cache_enabled and t.is_leaf and t.requires_grad:
+            hit = self.cache.get(id(t))
+            if hit is not None and hit[0] is t and hit[1].dtype is dtype:
+                return hit[1]
+            casted = t.to(dtype)
+            self.cache[id(t)] = (t, casted)
+            return casted
+        return t.to(dtype)
+
+
+def _map_tensors(fn, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    def one(a: object) -> object:
+        if isinstance(a, torch.Tensor):
+            return fn(a)
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+            return type(a)(fn(x) for x in a)
+        return a
+
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
+
+
+class _AutocastMode(TorchFunctionMode):
+    """Applies the CUDA cast policy to each torch function call while autocast is enabled."""
+
+    def __init__(self, state: AutocastState) -> None:
+        super().__init__()
+        self.state = state
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        state = self.state
+        policy = state.table.get(func) if state.enabled else None
+        if policy is None:
+            return func(*args, **kwargs)
+        if policy is CastPolicy.LOWER_PRECISION:
+            dtype = state.dtype
+            args, kwargs = _map_tensors(lambda t: state.cast(t, dtype), args, kwargs)
+        elif policy is CastPolicy.FP32:
+            args, kwargs = _map_tensors(lambda t: state.cast(t, torch.float32), args, kwargs)
+        elif policy is CastPolicy.FP32_SET_OPT_DTYPE:
+            first = args[0] if args else None
+            if kwargs.get("dtype") is None and is_emulated_cuda(first) and first.dtype in (torch.float16, torch.bfloat16):
+                kwargs = {**kwargs, "dtype": torch.float32}
+        else:
+            widest = _widest_dtype(args, kwargs)
+            if widest is not None:
+                args, kwargs = _map_tensors(lambda t: state.cast(t, widest), args, kwargs)
+        return func(*args, **kwargs)
+
+
+def _widest_dtype(args: tuple, kwargs: dict) -> torch.dtype | None:
+    widest = None
+    for a in (*args, *kwargs.values()):
+        items = a if isinstance(a, (list, tuple)) else (a,)
+        for t in items:
+            if is_emulated_cuda(t) and t.is_floating_point():
+                widest = t.dtype if widest is None else torch.promote_types(widest, t.dtype)
+    return widest
+
+
+def install_autocast(patcher: Patcher) -> AutocastState:
+    """Route `torch.autocast("cuda")` (and its aliases) to `AutocastState` for this emulation."""
+    state = AutocastState()
+    autocast_cls = torch.amp.autocast_mode.autocast
+    original_enter, original_exit = autocast_cls.__enter__, autocast_cls.__exit__
+
+    def __enter__(self):
+        if self.device != "cuda":
+            return original_enter(self)
+        state.enter(_Region(enabled=self._enabled, dtype=self.fast_dtype, cache_enabled=bool(self._cache_enabled)))
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if self.device != "cuda":
+            return original_exit(self, exc_type, exc_val, exc_tb)
+        state.exit()
+        return False
+
+    patcher.set(autocast_cls, "__enter__", __enter__)
+    patcher.set(autocast_cls, "__exit__", __exit__)
+
+    original_is_enabled = torch.is_autocast_enabled
+    original_get_dtype = torch.get_autocast_dtype
+
+    def is_autocast_enabled(device_type: str | None = None) -> bool:
+        if device_type is None or device_type == "cuda":
+            return state.enabled
+        return original_is_enabled(device_type)
+
+    def get_autocast_dtype(device_type: str) -> torch.dtype:
+        return state.dtype if device_type == "cuda" else original_get_dtype(device_type)
+
+    patcher.set(torch, "is_autocast_enabled", is_autocast_enabled)
+    patcher.set(torch, "get_autocast_dtype", get_autocast_dtype)
+    patcher.set(torch, "get_autocast_gpu_dtype", lambda: state.dtype)
+    patcher.set(torch.amp.autocast_mode, "is_autocast_available", lambda device_type: True)
+    return state

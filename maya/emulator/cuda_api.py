@@ -1,0 +1,299 @@
+"""The emulated `torch.cuda` (and `torch.accelerator`) API: answers as the target GPU would.
+
+`install_cuda_api(patcher)` replaces the module attributes for the length of an emulation.
+Calls Maya cannot emulate (CUDA graphs, jiterator, raw allocator access, IPC) raise
+`UnsupportedCudaCall`, naming the call.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+from maya.emulator import fake_mode
+from maya.emulator import state as st
+from maya.emulator.events import EventKind
+from maya.emulator.patcher import Patcher
+from maya.emulator.streams import EmulatedEvent, EmulatedStream, StreamContext
+
+CUDA_VERSION = "13.0"
+"""What `torch.version.cuda` answers on a CPU build of torch under emulation."""
+CUDNN_VERSION = 91900
+"""What `torch.backends.cudnn.version()` answers under emulation (cuDNN 9.19, as on the H200)."""
+
+UNSUPPORTED = (
+    "CUDAGraph", "graph", "make_graphed_callables", "caching_allocator_alloc",
+    "caching_allocator_delete", "cudart", "ipc_collect", "get_stream_from_external", "ExternalStream",
+)
+"""torch.cuda names that fail under emulation with UnsupportedCudaCall."""
+
+
+class UnsupportedCudaCall(RuntimeError):
+    """A torch.cuda call that Maya cannot emulate."""
+
+
+@dataclass(frozen=True, slots=True)
+class EmulatedDeviceProperties:
+    """What `torch.cuda.get_device_properties()` returns under emulation."""
+
+    name: str
+    major: int
+    minor: int
+    total_memory: int
+    multi_processor_count: int
+    L2_cache_size: int
+    is_integrated: bool = False
+    is_multi_gpu_board: bool = False
+    warp_size: int = 32
+    max_threads_per_multi_processor: int = 2048
+    regs_per_multiprocessor: int = 65536
+    gcnArchName: str = "NVIDIA"
+    uuid: str = "00000000-0000-0000-0000-000000000000"
+
+
+def _device_index(device: object = None) -> int:
+    s = st.active()
+    if device is None:
+        return fake_mode.user_device().index
+    if isinstance(device, int):
+        index = device
+    elif isinstance(device, str):
+        index = torch.device(device).index
+    elif isinstance(device, torch.device):
+        index = device.index
+    elif isinstance(device, EmulatedStream):
+        index = device.device_index
+    else:
+        raise TypeError(f"torch.cuda: cannot interpret {device!r} as a CUDA device (emulated)")
+    index = fake_mode.user_device().index if index is None else index
+    if not 0 <= index < s.config.local_world_size:
+        raise RuntimeError(
+            f"CUDA error: invalid device ordinal {index} (emulated node has {s.config.local_world_size} GPUs)"
+        )
+    return index
+
+
+def _set_device(device: object) -> None:
+    fake_mode.set_user_device_index(_device_index(device))
+
+
+def _exchange_device(device: int) -> int:
+    previous = fake_mode.user_device().index
+    if device >= 0:
+        _set_device(device)
+    return previous
+
+
+def _properties(device: object = None) -> EmulatedDeviceProperties:
+    _device_index(device)
+    gpu = st.active().config.gpu
+    return EmulatedDeviceProperties(
+        name=gpu.name,
+        major=gpu.compute_capability[0],
+        minor=gpu.compute_capability[1],
+        total_memory=gpu.total_memory_bytes,
+        multi_processor_count=gpu.multiprocessor_count,
+        L2_cache_size=gpu.l2_cache_bytes,
+    )
+
+
+def _synchronize(device: object = None) -> None:
+    st.active().add_row(EventKind.SYNC, "cuda:synchronize", stream=-1)
+
+
+_streams: dict[int, EmulatedStream] = {}
+
+
+def _stream_by_id(stream_id: int) -> EmulatedStream:
+    stream = _streams.get(stream_id)
+    if stream is None:
+        stream = _streams[stream_id] = EmulatedStream(stream_id=stream_id)
+    return stream
+
+
+def _current_stream(device: object = None) -> EmulatedStream:
+    return _stream_by_id(st.active().current_stream)
+
+
+def _default_stream(device: object = None) -> EmulatedStream:
+    return _stream_by_id(0)
+
+
+def _set_stream(stream: EmulatedStream | None) -> None:
+    if stream is not None:
+        st.active().current_stream = stream.stream_id
+
+
+def _memory_stats(device: object = None) -> collections.OrderedDict:
+    s = st.active().allocator.stats
+    stats = {
+        "allocated_bytes.all.current": s.allocated_bytes,
+        "allocated_bytes.all.peak": s.peak_allocated_bytes,
+        "reserved_bytes.all.current": s.reserved_bytes,
+        "reserved_bytes.all.peak": s.peak_reserved_bytes,
+        "active_bytes.all.current": s.allocated_bytes,
+        "active.all.current": s.active_blocks,
+        "segment.all.current": s.segments,
+        "num_alloc_retries": s.num_alloc_retries,
+        "num_ooms": s.num_ooms,
+        "num_device_alloc": s.num_device_alloc,
+        "num_device_free": s.num_device_free,
+    }
+    return collections.OrderedDict(sorted(stats.items()))
+
+
+def _mem_get_info(device: object = None) -> tuple[int, int]:
+    s = st.active()
+    total = s.config.gpu.total_memory_bytes
+    return total - st.CUDA_CONTEXT_BYTES - s.allocator.stats.reserved_bytes, total
+
+
+def _memory_summary(device: object = None, abbreviated: bool = False) -> str:
+    s = st.active().allocator.stats
+    mib = 1 << 20
+    return (
+        "Maya emulated CUDA memory summary\n"
+        f"  allocated: {s.allocated_bytes / mib:.1f} MiB (peak {s.peak_allocated_bytes / mib:.1f} MiB)\n"
+        f"  reserved:  {s.reserved_bytes / mib:.1f} MiB (peak {s.peak_reserved_bytes / mib:.1f} MiB)\n"
+        f"  segments: {s.segments}, alloc retries: {s.num_alloc_retries}, OOMs: {s.num_ooms}\n"
+    )
+
+
+def _set_memory_fraction(fraction: float, device: object = None) -> None:
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"set_per_process_memory_fraction: fraction={fraction} must be in [0, 1]")
+    s = st.active()
+    s.allocator.capacity_bytes = int(s.config.gpu.total_memory_bytes * fraction)
+
+
+def _unsupported(name: str):
+    def fail(*args: object, **kwargs: object):
+        raise UnsupportedCudaCall(
+            f"torch.cuda.{name} cannot be emulated by Maya (no CUDA graphs, raw allocator access or IPC "
+            "on the emulated GPU); run this part of the script only when torch.cuda is real"
+        )
+
+    return fail
+
+
+def _rng_state(device: object = None) -> torch.Tensor:
+    # Philox seed and offset, 16 bytes, as CUDA generators report them.
+    return torch.zeros(16, dtype=torch.uint8, device="cpu")
+
+
+def _stream_tensor(self: torch.Tensor, stream: EmulatedStream) -> None:
+    """Tensor.record_stream: the block may only be reused once `stream` is done (not modelled)."""
+
+
+@contextlib.contextmanager
+def _nvtx_range(msg: str, *args: object, **kwargs: object):
+    yield
+
+
+def install_cuda_api(patcher: Patcher) -> None:
+    """Patch torch.cuda, torch.cuda.memory, torch.accelerator and torch.backends for emulation."""
+    cuda = torch.cuda
+    s = st.active()
+    _streams.clear()
+    index = lambda device=None: _device_index(device)  # noqa: E731
+    simple = {
+        "is_available": lambda: True,
+        "is_initialized": lambda: True,
+        "init": lambda: None,
+        "_lazy_init": lambda: None,
+        "device_count": lambda: s.config.local_world_size,
+        "current_device": lambda: fake_mode.user_device().index,
+        "set_device": _set_device,
+        "_exchange_device": _exchange_device,
+        "_maybe_exchange_device": _exchange_device,
+        "get_device_properties": _properties,
+        "get_device_name": lambda device=None: _properties(device).name,
+        "get_device_capability": lambda device=None: (_properties(device).major, _properties(device).minor),
+        "get_arch_list": lambda: ["sm_80", "sm_90", "sm_100"],
+        "can_device_access_peer": lambda device, peer: True,
+        "is_bf16_supported": lambda including_emulation=True: s.config.gpu.supports_bf16,
+        "is_tf32_supported": lambda: s.config.gpu.compute_capability >= (8, 0),
+        "synchronize": _synchronize,
+        "Stream": EmulatedStream,
+        "Event": EmulatedEvent,
+        "current_stream": _current_stream,
+        "default_stream": _default_stream,
+        "set_stream": _set_stream,
+        "stream": StreamContext,
+        "StreamContext": StreamContext,
+        "manual_seed": lambda seed: None,
+        "manual_seed_all": lambda seed: None,
+        "seed": lambda: None,
+        "seed_all": lambda: None,
+        "initial_seed": lambda: 0,
+        "get_rng_state": _rng_state,
+        "get_rng_state_all": lambda: [_rng_state(i) for i in range(s.config.local_world_size)],
+        "set_rng_state": lambda new_state, device="cuda": None,
+        "set_rng_state_all": lambda new_states: None,
+        "memory_allocated": lambda device=None: (index(device), s.allocator.stats.allocated_bytes)[1],
+        "max_memory_allocated": lambda device=None: (index(device), s.allocator.stats.peak_allocated_bytes)[1],
+        "memory_reserved": lambda device=None: (index(device), s.allocator.stats.reserved_bytes)[1],
+        "max_memory_reserved": lambda device=None: (index(device), s.allocator.stats.peak_reserved_bytes)[1],
+        "memory_cached": lambda device=None: s.allocator.stats.reserved_bytes,
+        "max_memory_cached": lambda device=None: s.allocator.stats.peak_reserved_bytes,
+        "reset_peak_memory_stats": lambda device=None: s.allocator.reset_peak(),
+        "reset_max_memory_allocated": lambda device=None: s.allocator.reset_peak(),
+        "reset_max_memory_cached": lambda device=None: s.allocator.reset_peak(),
+        "reset_accumulated_memory_stats": lambda device=None: None,
+        "memory_stats": _memory_stats,
+        "mem_get_info": _mem_get_info,
+        "memory_summary": _memory_summary,
+        "empty_cache": lambda: s.allocator.empty_cache(),
+        "set_per_process_memory_fraction": _set_memory_fraction,
+        "list_gpu_processes": lambda device=None: "GPU:0\nno processes are running (emulated)",
+        "utilization": lambda device=None: 0,
+    }
+    for name, value in simple.items():
+        patcher.set(cuda, name, value)
+        if hasattr(cuda.memory, name):
+            patcher.set(cuda.memory, name, value)
+        if hasattr(cuda.random, name):
+            patcher.set(cuda.random, name, value)
+    patcher.set(cuda.streams, "Stream", EmulatedStream)
+    patcher.set(cuda.streams, "Event", EmulatedEvent)
+    for name in UNSUPPORTED:
+        patcher.set(cuda, name, _unsupported(name))
+    for name in ("range_push", "range_pop", "mark"):
+        patcher.set(cuda.nvtx, name, lambda *a, **k: 0)
+    patcher.set(cuda.nvtx, "range", _nvtx_range)
+    patcher.set(torch.Tensor, "record_stream", _stream_tensor)
+    if torch.version.cuda is None:
+        patcher.set(torch.version, "cuda", CUDA_VERSION)
+    patcher.set(torch.backends.cudnn, "is_available", lambda: True)
+    patcher.set(torch.backends.cudnn, "version", lambda: CUDNN_VERSION)
+    patcher.set(torch.backends.cuda, "is_built", lambda: True)
+    _install_accelerator(patcher, simple)
+
+
+def _install_accelerator(patcher: Patcher, cuda_api: dict) -> None:
+    acc = torch.accelerator
+    replacements = {
+        "is_available": lambda: True,
+        "current_accelerator": lambda check_available=False: torch.device("cuda"),
+        "device_count": cuda_api["device_count"],
+        "current_device_index": cuda_api["current_device"],
+        "current_device_idx": cuda_api["current_device"],
+        "set_device_index": cuda_api["set_device"],
+        "set_device_idx": cuda_api["set_device"],
+        "current_stream": _current_stream,
+        "set_stream": _set_stream,
+        "synchronize": _synchronize,
+        "empty_cache": cuda_api["empty_cache"],
+        "memory_allocated": cuda_api["memory_allocated"],
+        "max_memory_allocated": cuda_api["max_memory_allocated"],
+        "memory_reserved": cuda_api["memory_reserved"],
+        "max_memory_reserved": cuda_api["max_memory_reserved"],
+        "reset_peak_memory_stats": cuda_api["reset_peak_memory_stats"],
+        "memory_stats": _memory_stats,
+    }
+    for name, value in replacements.items():
+        if hasattr(acc, name):
+            patcher.set(acc, name, value)

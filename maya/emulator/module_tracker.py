@@ -1,0 +1,66 @@
+"""`ModuleTracker`: which module (`blocks.3.attn.q`) and phase each recorded op belongs to.
+
+Forward: global module forward pre/post hooks keep a stack of qualified names; names come from
+`named_modules()` of the outermost module the first time it runs. Backward: the recorder tags each
+forward output's `grad_fn.metadata` with the module path, and a backward op reads it back from the
+autograd node that is running it (`torch._C._current_autograd_node()`).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+from maya.emulator.events import Phase
+
+METADATA_KEY = "maya.module"
+
+
+class ModuleTracker:
+    """Maintains the active module path while forward passes run."""
+
+    def __init__(self) -> None:
+        self.stack: list[str] = []
+        self._names: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary()
+        self._handles: list = []
+
+    def install(self) -> None:
+        self._handles = [
+            register_module_forward_pre_hook(self._pre),
+            register_module_forward_hook(self._post, always_call=True),
+        ]
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _pre(self, module: torch.nn.Module, args: object) -> None:
+        name = self._names.get(module)
+        if name is None:
+            if self.stack:
+                name = f"{self.stack[-1]}.{type(module).__name__}" if self.stack[-1] else type(module).__name__
+            else:
+                for sub_name, sub in module.named_modules():
+                    self._names.setdefault(sub, sub_name)
+                name = ""
+        self.stack.append(name)
+
+    def _post(self, module: torch.nn.Module, args: object, output: object) -> None:
+        if self.stack:
+            self.stack.pop()
+
+    def current(self) -> tuple[Phase, str]:
+        """Phase and module path of an op issued right now."""
+        node = torch._C._current_autograd_node()
+        if node is not None:
+            # Activation-checkpoint recomputation runs module forwards inside backward.
+            if self.stack:
+                return Phase.BACKWARD, self.stack[-1]
+            return Phase.BACKWARD, node.metadata.get(METADATA_KEY, "")
+        if self.stack:
+            return Phase.FORWARD, self.stack[-1]
+        # Outside any module: the loss computation is forward work; no_grad work is not.
+        return (Phase.FORWARD if torch.is_grad_enabled() else Phase.OTHER), ""

@@ -1,0 +1,248 @@
+"""`Recorder`: the TorchDispatchMode that records every GPU operation and tracks its memory.
+
+It sits above `EmulatorFakeMode`, so it sees each aten op once, after autograd, with fake inputs.
+For each op it: translates `cuda` device arguments to the proxy device; answers data-dependent
+reads (`item()`) with placeholders; runs the op in the fake mode; gives new output storages to the
+emulated caching allocator (and frees them when the storage dies); and appends a trace row.
+
+Placeholder values (documented in the README): `.item()` of a floating-point GPU tensor is 0.0,
+of an integer tensor 1, of a boolean tensor False; data-dependent shapes (`nonzero`,
+`masked_select`, boolean indexing) select every element.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+import torch
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensor
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from maya.emulator.allocator import EmulatedOutOfMemory
+from maya.emulator.attrs import encode_attrs, tensor_meta
+from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
+from maya.emulator.events import EventKind, Phase
+from maya.emulator.module_tracker import METADATA_KEY, ModuleTracker
+from maya.emulator.state import EmulationState
+
+aten = torch.ops.aten
+
+MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::mv", "aten::addbmm", "aten::_scaled_mm"})
+"""Ops that run through cuBLAS, whose first use on a stream allocates the cuBLAS workspace."""
+ALLOCATION_OPS = frozenset({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided", "aten::resize_", "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor", "aten::lift_fresh"})
+"""Ops that only allocate or re-point storage: memory is tracked, no kernel is recorded."""
+COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_"})
+PIN_OPS = frozenset({"aten::_pin_memory", "aten::pin_memory"})
+
+
+class UnsupportedOperation(RuntimeError):
+    """An op Maya cannot emulate; the message names the op and the module path it ran under."""
+
+
+def _op_name(func: torch._ops.OpOverload) -> str:
+    name = func._schema.name
+    return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
+
+
+@functools.cache
+def _launches_nothing(func: torch._ops.OpOverload) -> bool:
+    """Views, and queries that return no tensor and mutate nothing (prim::device, sym_size)."""
+    schema = func._schema
+    returns = schema.returns
+    if returns and all(r.alias_info is not None and not r.alias_info.is_write for r in returns):
+        return True
+    mutates = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+    returns_tensor = any("Tensor" in str(r.type) for r in returns)
+    return not mutates and not returns_tensor
+
+
+def _flat_tensors(values) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out.extend(x for x in v if isinstance(x, torch.Tensor))
+    return out
+
+
+def _on_gpu(t: torch.Tensor) -> bool:
+    return isinstance(t, FakeTensor) and t._fake_device.type == INTERNAL_TYPE
+
+
+class Recorder(TorchDispatchMode):
+    """Records GPU ops into `state` and emulates their memory."""
+
+    def __init__(self, state: EmulationState, tracker: ModuleTracker) -> None:
+        super().__init__()
+        self.state = state
+        self.tracker = tracker
+        self._pending: tuple[list[torch.Tensor], str] | None = None
+        self._pinned: weakref.WeakSet = weakref.WeakSet()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._pending is not None:
+            self._tag_pending()
+        name = _op_name(func)
+        if kwargs:
+            device = kwargs.get("device")
+            if device is not None and is_cuda_like(device):
+                kwargs = {**kwargs, "device": INTERNAL_DEVICE}
+            if kwargs.get("pin_memory"):
+                kwargs = {**kwargs, "pin_memory": False}
+        if func is aten._local_scalar_dense.default:
+            return self._item(args[0])
+        if name in PIN_OPS:
+            self._pinned.add(args[0])
+            return args[0]
+        if func is aten.is_pinned.default:
+            return args[0] in self._pinned
+        try:
+            out = func(*args, **kwargs)
+        except DynamicOutputShapeException:
+            out = self._select_all(func, name, args, kwargs)
+        except DataDependentOutputException as e:
+            if func is aten.equal.default:
+                return True
+            raise self._unsupported(name, f"its result depends on tensor values ({e})") from None
+        except (NotImplementedError, RuntimeError) as e:
+            if isinstance(e, (EmulatedOutOfMemory, UnsupportedOperation, torch.OutOfMemoryError)):
+                raise
+            if "meta" in str(e) or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):
+                raise self._unsupported(name, str(e).splitlines()[0]) from None
+            raise
+        if _launches_nothing(func):
+            return out
+        inputs = _flat_tensors(args) + _flat_tensors(kwargs.values())
+        outputs = _flat_tensors(out if isinstance(out, (tuple, list)) else (out,))
+        if not any(map(_on_gpu, outputs)) and not any(map(_on_gpu, inputs)):
+            return out
+        state = self.state
+        phase, module = self.tracker.current()
+        if state.in_optimizer and phase is not Phase.BACKWARD:
+            phase = Phase.OPTIMIZER
+        self._allocate(outputs, name)
+        if name in ALLOCATION_OPS:
+            return out
+        if name in COPY_OPS and self._record_copy(name, args, kwargs, inputs, outputs, phase, module):
+            return out
+        state.add_row(
+            EventKind.KERNEL,
+            name,
+            phase=phase,
+            module=module,
+            inputs=tuple(map(tensor_meta, inputs)),
+            outputs=tuple(map(tensor_meta, outputs)),
+            attrs=encode_attrs(args, kwargs),
+        )
+        if phase is Phase.FORWARD and outputs:
+            self._pending = (outputs, module)
+        return out
+
+    def _allocate(self, outputs: list[torch.Tensor], name: str) -> None:
+        state = self.state
+        try:
+            if name in MATMUL_OPS and state.current_stream not in state.workspace_streams:
+                state.workspace_streams.add(state.current_stream)
+                state.allocator.malloc(state.cublas_workspace_bytes, state.current_stream)
+            for t in outputs:
+                if not _on_gpu(t):
+                    continue
+                storage = t.untyped_storage()
+                key = storage._cdata
+                if key in state.live_storages:
+                    continue
+                nbytes = storage.nbytes()
+                if nbytes == 0:
+                    continue
+                block = state.allocator.malloc(nbytes, state.current_stream)
+                state.live_storages[key] = (block, weakref.ref(storage, functools.partial(self._free, key)))
+        except EmulatedOutOfMemory as e:
+            state.oom = True
+            state.note_memory()
+            raise torch.OutOfMemoryError(str(e)) from None
+        state.note_memory()
+
+    def _free(self, key: int, _ref: object = None) -> None:
+        entry = self.state.live_storages.pop(key, None)
+        if entry is not None:
+            self.state.allocator.free(entry[0])
+
+    def _record_copy(self, name, args, kwargs, inputs, outputs, phase, module) -> bool:
+        if name == "aten::copy_":
+            dst, src = args[0], args[1]
+            non_blocking = bool(args[2]) if len(args) > 2 else bool(kwargs.get("non_blocking", False))
+        else:
+            src, dst = args[0], outputs[0]
+            non_blocking = bool(kwargs.get("non_blocking", False))
+        src_gpu, dst_gpu = _on_gpu(src), _on_gpu(dst)
+        if src_gpu == dst_gpu:
+            return False
+        host = dst if src_gpu else src
+        attrs = {
+            "src": "cuda" if src_gpu else "cpu",
+            "dst": "cuda" if dst_gpu else "cpu",
+            "non_blocking": non_blocking,
+            "pinned": host in self._pinned,
+        }
+        self.state.add_row(
+            EventKind.MEMCPY,
+            name,
+            phase=phase,
+            module=module,
+            inputs=tuple(map(tensor_meta, inputs)),
+            outputs=tuple(map(tensor_meta, outputs)),
+            attrs=attrs,
+        )
+        if src_gpu and not non_blocking:
+            self.state.add_row(EventKind.SYNC, "cuda:device_to_host", phase=phase, module=module)
+        return True
+
+    def _item(self, t: torch.Tensor) -> object:
+        constant = getattr(t, "constant", None)
+        if constant is not None:
+            # Host-side scalars the fake mode tracks for real (optimizer step counters, ...).
+            return constant.item()
+        if _on_gpu(t):
+            phase, module = self.tracker.current()
+            self.state.add_row(EventKind.SYNC, "cuda:item", phase=phase, module=module)
+        if t.dtype is torch.bool:
+            return False
+        if t.is_floating_point() or t.is_complex():
+            return 0.0
+        return 1
+
+    def _select_all(self, func, name: str, args: tuple, kwargs: dict) -> object:
+        """Data-dependent shapes: behave as if every element were selected."""
+        x = args[0]
+        if name == "aten::nonzero":
+            return torch.empty((x.numel(), x.dim()), dtype=torch.int64, device=x.device)
+        if name == "aten::masked_select":
+            shape = torch.broadcast_shapes(x.shape, args[1].shape)
+            return torch.empty((torch.Size(shape).numel(),), dtype=x.dtype, device=x.device)
+        if name == "aten::index.Tensor":
+            indices = []
+            for idx in args[1]:
+                if idx is not None and idx.dtype in (torch.bool, torch.uint8):
+                    indices.extend(
+                        torch.zeros((idx.numel(),), dtype=torch.int64, device=idx.device) for _ in range(idx.dim())
+                    )
+                else:
+                    indices.append(idx)
+            return func(x, indices)
+        raise self._unsupported(name, "its output shape depends on tensor values")
+
+    def _unsupported(self, name: str, reason: str) -> UnsupportedOperation:
+        _, module = self.tracker.current()
+        where = module or "<top level>"
+        return UnsupportedOperation(f"Maya cannot emulate {name} (module path: {where}): {reason}")
+
+    def _tag_pending(self) -> None:
+        outputs, module = self._pending
+        self._pending = None
+        for t in outputs:
+            node = t.grad_fn
+            if node is not None and METADATA_KEY not in node.metadata:
+                node.metadata[METADATA_KEY] = module

@@ -1,0 +1,171 @@
+"""`EmulationSession`: turns the emulated CUDA device on for one rank, and off again.
+
+Entering it registers the proxy backend, patches torch.cuda / autocast / SDPA / tensor and module
+movement, installs the module tracker and optimizer hooks, and pushes the fake mode and the
+recorder. Leaving it undoes all of that, so a process can emulate several runs one after another.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import torch
+import torch.nn as nn
+from torch.nn import Parameter
+
+from maya.emulator import state as st
+from maya.emulator.autocast import install_autocast
+from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
+from maya.emulator.cuda_api import install_cuda_api
+from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
+from maya.emulator.module_tracker import ModuleTracker
+from maya.emulator.patcher import Patcher
+from maya.emulator.recorder import Recorder
+from maya.emulator.sdpa import install_sdpa
+from maya.emulator.state import EmulationState, RankConfig
+
+log = logging.getLogger(__name__)
+
+
+class EmulationSession:
+    """Context manager: inside it, torch.cuda is the emulated GPU of `config`."""
+
+    def __init__(self, config: RankConfig) -> None:
+        self.config = config
+        self.state: EmulationState | None = None
+
+    def __enter__(self) -> EmulationState:
+        install_backend()
+        self.state = state = EmulationState(self.config)
+        st.push(state)
+        self._patcher = patcher = Patcher()
+        set_user_device_index(self.config.local_rank)
+        try:
+            patch_fake_tensor(patcher)
+            install_cuda_api(patcher)
+            autocast = install_autocast(patcher)
+            install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
+            _patch_movement(patcher)
+            _patch_compile(patcher)
+            self._hooks = _install_optimizer_hooks(state)
+            self._tracker = ModuleTracker()
+            self._tracker.install()
+            self._fake = EmulatorFakeMode(allow_non_fake_inputs=True)
+            self._fake.__enter__()
+            self._recorder = Recorder(state, self._tracker)
+            self._recorder.__enter__()
+        except BaseException:
+            self._undo()
+            raise
+        return state
+
+    def __exit__(self, *exc: object) -> None:
+        self._recorder.__exit__(None, None, None)
+        self._fake.__exit__(None, None, None)
+        self._undo()
+
+    def _undo(self) -> None:
+        tracker = getattr(self, "_tracker", None)
+        if tracker is not None:
+            tracker.remove()
+        for handle in getattr(self, "_hooks", ()):
+            handle.remove()
+        self._patcher.restore()
+        set_user_device_index(0)
+        st.pop()
+
+
+def mark_iteration() -> None:
+    """End the current iteration explicitly, for loops without an optimizer step.
+
+    A no-op when no emulation is running, so scripts can call it unconditionally.
+    """
+    try:
+        state = st.active()
+    except RuntimeError:
+        return
+    state.end_iteration()
+
+
+def _install_optimizer_hooks(state: EmulationState) -> list:
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    def pre(optimizer, args, kwargs):
+        state.in_optimizer += 1
+
+    def post(optimizer, args, kwargs):
+        state.in_optimizer -= 1
+        if state.in_optimizer == 0:
+            state.end_iteration()
+
+    return [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+
+
+def _internal_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    # In Tensor.to, a bare int positional argument is a CUDA device index.
+    args = tuple(
+        INTERNAL_DEVICE if is_cuda_like(a) or (type(a) is int) else a for a in args
+    )
+    if "device" in kwargs and (is_cuda_like(kwargs["device"]) or type(kwargs["device"]) is int):
+        kwargs = {**kwargs, "device": INTERNAL_DEVICE}
+    return args, kwargs
+
+
+def _patch_movement(patcher: Patcher) -> None:
+    """Tensor.to / Tensor.cuda / Module._apply for fake CUDA tensors."""
+    original_to = torch.Tensor.to
+
+    def to(self, *args, **kwargs):
+        args, kwargs = _internal_args(args, kwargs)
+        return original_to(self, *args, **kwargs)
+
+    def cuda(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+        return original_to(self, INTERNAL_DEVICE, non_blocking=non_blocking, memory_format=memory_format)
+
+    patcher.set(torch.Tensor, "to", to)
+    patcher.set(torch.Tensor, "cuda", cuda)
+    patcher.set(nn.Module, "_apply", _module_apply)
+    # Optimizers take the foreach path only for these exact tensor types; FakeTensor stands in.
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.optim import optimizer
+
+    patcher.set(optimizer, "_foreach_supported_types", [*optimizer._foreach_supported_types, FakeTensor])
+
+
+def _module_apply(self: nn.Module, fn, recurse: bool = True) -> nn.Module:
+    """nn.Module._apply that rebuilds each Parameter from the converted tensor.
+
+    PyTorch swaps fake parameters in place (`torch.utils.swap_tensors`), which fails because the
+    fake mode holds weak references to them; rebuilding them is what PyTorch's
+    `set_overwrite_module_params_on_conversion(True)` does.
+    """
+    if recurse:
+        for module in self.children():
+            module._apply(fn)
+    for key, param in self._parameters.items():
+        if param is None:
+            continue
+        with torch.no_grad():
+            applied = fn(param)
+        if applied is param:
+            continue
+        new_param = Parameter(applied, requires_grad=param.requires_grad)
+        if param.grad is not None:
+            with torch.no_grad():
+                new_param.grad = fn(param.grad)
+        self._parameters[key] = new_param
+    for key, buf in self._buffers.items():
+        if buf is not None:
+            self._buffers[key] = fn(buf)
+    return self
+
+
+def _patch_compile(patcher: Patcher) -> None:
+    def compile(model=None, **kwargs):
+        warnings.warn("torch.compile runs eagerly under Maya emulation", stacklevel=2)
+        if model is None:
+            return lambda m: m
+        return model
+
+    patcher.set(torch, "compile", compile)

@@ -1,0 +1,162 @@
+"""`EmulationState`: everything one emulated rank accumulates while its script runs.
+
+There is one active state per process (`active()`); the fake torch.cuda API, the recorder, the
+allocator hooks and the module tracker all write into it.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from dataclasses import dataclass, field
+
+from maya.emulator.allocator import Block, CachingAllocator
+from maya.emulator.events import EventKind, Phase
+from maya.hardware import GpuSpec
+
+CUBLAS_WORKSPACE_BYTES_SM90 = 32 << 20
+"""cuBLAS workspace per stream on compute capability 9.0 (`4096 * 8 KiB`, PyTorch's default for
+Hopper in aten/src/ATen/cuda/CublasHandlePool.cpp); it comes from the caching allocator and stays."""
+CUBLAS_WORKSPACE_BYTES_OTHER = 4096 * 1024 * 2 + 16 * 1024 * 8
+"""The same default for other architectures (`:4096:2:16:8`)."""
+CUDA_CONTEXT_BYTES = 512 << 20
+"""Device memory the CUDA context and driver take before the allocator can use any (not measured)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RankConfig:
+    """Who this process is in the emulated world."""
+
+    gpu: GpuSpec
+    """The GPU being emulated."""
+    rank: int = 0
+    """Global rank (torchrun's RANK)."""
+    world_size: int = 1
+    """Number of ranks (torchrun's WORLD_SIZE)."""
+    local_rank: int = 0
+    """Rank within the node (torchrun's LOCAL_RANK); the default CUDA device index."""
+    local_world_size: int = 1
+    """Ranks per node; what `torch.cuda.device_count()` answers."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank={self.rank} must be in [0, world_size={self.world_size})")
+        if not 0 <= self.local_rank < self.local_world_size:
+            raise ValueError(f"local_rank={self.local_rank} must be in [0, local_world_size={self.local_world_size})")
+
+
+@dataclass(slots=True)
+class IterationStats:
+    """Per-iteration figures the summary reports."""
+
+    index: int
+    peak_allocated_bytes: int = 0
+    peak_reserved_bytes: int = 0
+    ops: int = 0
+    flops: float = 0.0
+
+
+@dataclass(eq=False, slots=True)
+class EmulationState:
+    """Mutable record of one rank's emulation."""
+
+    config: RankConfig
+    allocator: CachingAllocator = field(init=False)
+    rows: list[tuple] = field(default_factory=list)
+    """One tuple per trace row, in the column order of `ROW_FIELDS`."""
+    iteration: int = 0
+    iterations: list[IterationStats] = field(default_factory=list)
+    current_stream: int = 0
+    next_stream_id: int = 1
+    next_event_id: int = 0
+    in_optimizer: int = 0
+    oom: bool = False
+    live_storages: dict[int, tuple[Block, weakref.ref]] = field(default_factory=dict)
+    workspace_streams: set[int] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        gpu = self.config.gpu
+        self.allocator = CachingAllocator(gpu.total_memory_bytes - CUDA_CONTEXT_BYTES, f"GPU {self.config.local_rank}")
+        self.iterations.append(IterationStats(index=0))
+
+    @property
+    def cublas_workspace_bytes(self) -> int:
+        return CUBLAS_WORKSPACE_BYTES_SM90 if self.config.gpu.compute_capability == (9, 0) else CUBLAS_WORKSPACE_BYTES_OTHER
+
+    def note_memory(self) -> None:
+        """Fold the allocator's current totals into this iteration's peaks."""
+        it = self.iterations[-1]
+        s = self.allocator.stats
+        if s.allocated_bytes > it.peak_allocated_bytes:
+            it.peak_allocated_bytes = s.allocated_bytes
+        if s.reserved_bytes > it.peak_reserved_bytes:
+            it.peak_reserved_bytes = s.reserved_bytes
+
+    def add_row(
+        self,
+        kind: EventKind,
+        op: str,
+        *,
+        phase: Phase = Phase.OTHER,
+        module: str = "",
+        stream: int | None = None,
+        event_id: int = -1,
+        inputs: tuple = (),
+        outputs: tuple = (),
+        attrs: dict | None = None,
+        collective: tuple | None = None,
+    ) -> None:
+        """Append one trace row; `inputs`/`outputs` are tuples of (shape, dtype, stride)."""
+        s = self.allocator.stats
+        self.rows.append(
+            (
+                len(self.rows),
+                self.iteration,
+                kind.value,
+                op,
+                phase.value,
+                module,
+                self.current_stream if stream is None else stream,
+                event_id,
+                inputs,
+                outputs,
+                json.dumps(attrs) if attrs is not None else None,
+                s.allocated_bytes,
+                s.reserved_bytes,
+                collective,
+            )
+        )
+
+    def end_iteration(self) -> None:
+        """Close the current iteration (after `optimizer.step()` or `maya.mark_iteration()`)."""
+        self.add_row(EventKind.ITERATION_END, "maya:iteration_end")
+        self.iteration += 1
+        s = self.allocator.stats
+        self.iterations.append(
+            IterationStats(index=self.iteration, peak_allocated_bytes=s.allocated_bytes, peak_reserved_bytes=s.reserved_bytes)
+        )
+
+
+ROW_FIELDS = (
+    "seq", "iteration", "kind", "op", "phase", "module", "stream", "event_id",
+    "inputs", "outputs", "attrs", "allocated_bytes", "reserved_bytes", "collective",
+)
+"""Order of the values in each `EmulationState.rows` tuple."""
+
+_active: list[EmulationState] = []
+
+
+def active() -> EmulationState:
+    """The state of the emulation running in this process."""
+    if not _active:
+        raise RuntimeError("no Maya emulation is active in this process")
+    return _active[-1]
+
+
+def push(state: EmulationState) -> None:
+    _active.append(state)
+
+
+def pop() -> None:
+    _active.pop()
