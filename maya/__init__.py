@@ -1,0 +1,19 @@
+"""Maya: predict a PyTorch training job's time, memory and cost on a GPU cluster from CPUs."""
+
+from __future__ import annotations
+
+__all__ = ["emulate", "mark_iteration"]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Lazy: `import maya` stays cheap and torch-free until an entry point is used.
+    if name == "emulate":
+        from maya.api import emulate
+
+        return emulate
+    if name == "mark_iteration":
+        from maya.emulator.session import mark_iteration
+
+        return mark_iteration
+    raise AttributeError(f"module 'maya' has no attribute {name!r}")

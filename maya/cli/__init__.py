@@ -1,0 +1,1 @@
+"""Command-line interface: `maya emulate | simulate | profile | fit | tune | report`."""

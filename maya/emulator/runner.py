@@ -1,0 +1,86 @@
+"""`run_script`: run a user's training script, unchanged, as one torchrun rank under emulation."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from maya.emulator.session import EmulationSession
+from maya.emulator.state import EmulationState, RankConfig
+
+MASTER_ADDR = "127.0.0.1"
+MASTER_PORT = "29500"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunOutcome:
+    """What happened when a script ran under emulation."""
+
+    state: EmulationState
+    """Everything recorded, up to the end or the failure."""
+    exit_code: int
+    """0 when the script finished; its SystemExit code or 1 when it failed."""
+    error: str | None
+    """The script's traceback (or exit message) when it failed, else None."""
+    oom: bool
+    """The script hit the emulated GPU's memory limit."""
+
+
+def torchrun_env(config: RankConfig) -> dict[str, str]:
+    """The environment torchrun gives one worker."""
+    return {
+        "RANK": str(config.rank),
+        "WORLD_SIZE": str(config.world_size),
+        "LOCAL_RANK": str(config.local_rank),
+        "LOCAL_WORLD_SIZE": str(config.local_world_size),
+        "GROUP_RANK": str(config.rank // config.local_world_size),
+        "ROLE_RANK": str(config.rank),
+        "ROLE_WORLD_SIZE": str(config.world_size),
+        "MASTER_ADDR": MASTER_ADDR,
+        "MASTER_PORT": MASTER_PORT,
+        "TORCHELASTIC_RUN_ID": "maya",
+    }
+
+
+def run_script(script: str | os.PathLike, args: list[str], config: RankConfig) -> RunOutcome:
+    """Run `script args...` as `__main__` on the emulated GPU of `config`.
+
+    Raises:
+        FileNotFoundError: the script does not exist.
+    """
+    path = Path(script)
+    if not path.is_file():
+        raise FileNotFoundError(f"training script not found: {path}")
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    saved_env = {k: os.environ.get(k) for k in torchrun_env(config)}
+    os.environ.update(torchrun_env(config))
+    sys.argv = [str(path), *args]
+    sys.path.insert(0, str(path.resolve().parent))
+    exit_code, error, oom = 0, None, False
+    session = EmulationSession(config)
+    try:
+        with session as state:
+            try:
+                runpy.run_path(str(path), run_name="__main__")
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    exit_code = e.code if isinstance(e.code, int) else 1
+                    error = f"SystemExit: {e.code}"
+            except torch.OutOfMemoryError:
+                exit_code, oom, error = 1, True, traceback.format_exc()
+            except Exception:
+                exit_code, error = 1, traceback.format_exc()
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return RunOutcome(state=session.state, exit_code=exit_code, error=error, oom=oom or session.state.oom)

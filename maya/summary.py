@@ -1,0 +1,84 @@
+"""`EmulationSummary`: the JSON contract of `maya emulate --json` (see DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IterationSummary:
+    """One training iteration (from the end of the previous one to the end of its optimizer step)."""
+
+    index: int
+    """Iteration number, from 0."""
+    time_ms: float | None
+    """Predicted wall time in milliseconds on the slowest rank; None before timing is available."""
+    peak_allocated_bytes: int
+    """Peak `torch.cuda.memory_allocated()` within the iteration, bytes."""
+    peak_reserved_bytes: int
+    """Peak `torch.cuda.memory_reserved()` within the iteration, bytes."""
+    ops: int
+    """GPU operations (kernels and copies) issued in the iteration."""
+    flops: float
+    """Floating-point operations of those kernels."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EmulationSummary:
+    """What `maya emulate` reports for a run."""
+
+    world_size: int
+    """Number of ranks in the emulated world."""
+    gpu: str
+    """Catalog key of the emulated GPU."""
+    emulated_ranks: list[int]
+    """Ranks that were actually run (the others are represented by them)."""
+    iterations: list[IterationSummary]
+    """Per-iteration figures."""
+    oom: bool
+    """Whether the script ran out of (emulated) GPU memory."""
+    trace_dir: str
+    """Directory holding the trace (complete only when it has meta.json)."""
+    exit_code: int = 0
+    """The script's exit status (non-zero when it failed or ran out of memory)."""
+    error: str | None = None
+    """The failing rank's traceback, if any."""
+    extra: dict = field(default_factory=dict)
+    """Further figures (estimate sources, breakdown) that later stages add."""
+
+    @property
+    def median_iteration_ms(self) -> float | None:
+        times = [it.time_ms for it in self.iterations if it.time_ms is not None]
+        return statistics.median(times) if times else None
+
+    @property
+    def peak_allocated_bytes(self) -> int:
+        return max((it.peak_allocated_bytes for it in self.iterations), default=0)
+
+    @property
+    def peak_reserved_bytes(self) -> int:
+        return max((it.peak_reserved_bytes for it in self.iterations), default=0)
+
+    def to_dict(self) -> dict:
+        """The JSON object of DESIGN.md's contract, plus `exit_code`, `error` and extras."""
+        d = {
+            "world_size": self.world_size,
+            "gpu": self.gpu,
+            "emulated_ranks": self.emulated_ranks,
+            "iterations": [asdict(it) for it in self.iterations],
+            "median_iteration_ms": self.median_iteration_ms,
+            "peak_allocated_bytes": self.peak_allocated_bytes,
+            "peak_reserved_bytes": self.peak_reserved_bytes,
+            "oom": self.oom,
+            "trace_dir": self.trace_dir,
+            "exit_code": self.exit_code,
+            "error": self.error,
+        }
+        d.update(self.extra)
+        return d
+
+    def write_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
