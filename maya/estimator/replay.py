@@ -13,6 +13,7 @@ Only torch and the standard library are imported: this runs on the GPU profiling
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,6 +22,18 @@ FLOAT_FILL_ABS = "abs"
 """Fill rule: |randn|, for tensors that must be non-negative (variances, second moments)."""
 FLOAT_FILL_ONES = "ones"
 """Fill rule: all ones, for optimizer step counters."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TensorSpec:
+    """A tensor argument described, not built: what one trace row records about it."""
+
+    shape: tuple[int, ...]
+    """Sizes, in elements."""
+    dtype: str
+    """torch dtype name without the prefix ("bfloat16")."""
+    strides: tuple[int, ...] | None = None
+    """Strides in elements; None means contiguous."""
 
 
 class ReplayError(ValueError):
@@ -131,6 +144,58 @@ def flatten_tensors(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[torc
     visit(list(args))
     visit(dict(kwargs))
     return out
+
+
+def encode_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[list[int]], list[str], list[list[int]]]:
+    """Encode an op's arguments the way a trace row records them (the inverse of replay's decoding).
+
+    Args:
+        args: positional arguments; tensors may be `torch.Tensor` or `TensorSpec`.
+        kwargs: keyword arguments.
+
+    Returns:
+        (attrs, input_shapes, input_dtypes, input_strides): attrs is `{"args": [...], "kwargs": {...}}`
+        with tensors replaced by `{"$t": i}`, and the three lists describe tensor i.
+    """
+    shapes: list[list[int]] = []
+    dtypes: list[str] = []
+    strides: list[list[int]] = []
+
+    def add(shape: Sequence[int], dtype: str, stride: Sequence[int]) -> dict[str, int]:
+        shapes.append(list(shape))
+        dtypes.append(dtype)
+        strides.append(list(stride))
+        return {"$t": len(shapes) - 1}
+
+    def encode(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return add(value.shape, dtype_name(value.dtype), value.stride())
+        if isinstance(value, TensorSpec):
+            return add(value.shape, value.dtype, value.strides or _contiguous_strides(value.shape))
+        if isinstance(value, (list, tuple)):
+            return [encode(v) for v in value]
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, torch.dtype):
+            return {"$dtype": dtype_name(value)}
+        if isinstance(value, torch.device):
+            return {"$device": value.type}
+        if isinstance(value, torch.memory_format):
+            return {"$memory_format": str(value).removeprefix("torch.")}
+        if isinstance(value, torch.layout):
+            return {"$layout": str(value).removeprefix("torch.")}
+        return {"$repr": repr(value)}
+
+    encoded_args = [encode(a) for a in args]
+    encoded_kwargs = {k: encode(v) for k, v in kwargs.items()}
+    return {"args": encoded_args, "kwargs": encoded_kwargs}, shapes, dtypes, strides
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """`torch.bfloat16` -> "bfloat16", the trace's dtype spelling."""
+    return str(dtype).removeprefix("torch.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,148 @@
+"""Host (CPU-side) launch overhead of eager PyTorch, measured on the real GPU machine.
+
+The simulator needs to know how long the Python thread spends issuing each op, because small
+models are host-bound: the GPU waits for launches. Each category runs a long chain of tiny ops
+whose GPU work (a few microseconds on one element) is shorter than their launch, so the wall
+time per op is the host cost.
+
+Only torch and the standard library are imported: this runs on the GPU profiling machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+logger = logging.getLogger(__name__)
+
+TINY_FEATURES = 16
+"""Width of the tiny linear layers: their kernels take a few microseconds at most."""
+
+MODULE_DEPTH = 8
+"""Linear+ReLU blocks in the tiny module stack."""
+
+METHOD = (
+    "Wall time (time.perf_counter, device synchronised before and after) of a chain of tiny ops "
+    "divided by the number of kernel (non-view) aten ops in it, counted with a TorchDispatchMode "
+    "in a separate untimed run. Categories: aten_op_us = x.add_(1) on a 1-element tensor from "
+    "Python; functional_linear_us = F.linear on [1, 16] x [16, 16]; module_forward_op_us = "
+    "forward of a stack of nn.Linear(16, 16)+ReLU modules, per op; autograd_backward_op_us = "
+    "loss.backward() of that stack, per backward op; optimizer_foreach_per_tensor_us and "
+    "optimizer_step_fixed_us = slope and intercept of Adam(foreach=True).step() time against the "
+    "number of parameter tensors; synchronize_us = torch.cuda.synchronize() on an idle device."
+)
+"""How the numbers in host_overhead.json were measured."""
+
+
+class _OpCounter(TorchDispatchMode):
+    """Counts aten ops that reach the dispatcher, views separately."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernel_ops = 0
+        self.view_ops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "is_view", False):
+            self.view_ops += 1
+        else:
+            self.kernel_ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: int = 2000) -> dict[str, Any]:
+    """Host microseconds per op for a few kinds of eager PyTorch calls.
+
+    Args:
+        device: the device whose launch path is measured ("cuda" on the GPU machine).
+        iterations: repetitions of each timed chain.
+
+    Returns:
+        {"per_op_us": {category: microseconds}, "kernel_ops": {category: ops per timed call},
+        "method": str, "device": str, "iterations": int}.
+    """
+    device = torch.device(device)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    per_op_us: dict[str, float] = {}
+    kernel_ops: dict[str, int] = {}
+
+    def record(name: str, step: Callable[[], Any], n: int) -> None:
+        ops = _count_ops(step)
+        per_op_us[name] = _time_chain(step, n, sync) * 1e6 / (n * max(ops, 1))
+        kernel_ops[name] = ops
+
+    x = torch.zeros(1, device=device)
+    record("aten_op_us", lambda: x.add_(1), iterations)
+
+    inp = torch.randn(1, TINY_FEATURES, device=device)
+    weight = torch.randn(TINY_FEATURES, TINY_FEATURES, device=device)
+    bias = torch.randn(TINY_FEATURES, device=device)
+    record("functional_linear_us", lambda: torch.nn.functional.linear(inp, weight, bias), iterations)
+
+    layers = []
+    for _ in range(MODULE_DEPTH):
+        layers += [torch.nn.Linear(TINY_FEATURES, TINY_FEATURES), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(device)
+    with torch.no_grad():
+        record("module_forward_op_us", lambda: model(inp), iterations // MODULE_DEPTH)
+
+    def backward_only() -> None:
+        model(inp).sum().backward()
+
+    # Backward cost = (forward + backward) - forward, per backward op.
+    forward_ops = _count_ops(lambda: model(inp).sum())
+    total_ops = _count_ops(backward_only)
+    n = max(iterations // MODULE_DEPTH, 10)
+    fwd_wall = _time_chain(lambda: model(inp).sum(), n, sync)
+    both_wall = _time_chain(backward_only, n, sync)
+    backward_ops = max(total_ops - forward_ops, 1)
+    per_op_us["autograd_backward_op_us"] = (both_wall - fwd_wall) * 1e6 / (n * backward_ops)
+    kernel_ops["autograd_backward_op_us"] = backward_ops
+
+    step_us = {}
+    for n_params in (16, 128):
+        params = [torch.nn.Parameter(torch.randn(TINY_FEATURES, device=device)) for _ in range(n_params)]
+        for p in params:
+            p.grad = torch.randn_like(p)
+        optimizer = torch.optim.Adam(params, lr=1e-3, foreach=True)
+        steps = max(iterations // 20, 10)
+        step_us[n_params] = _time_chain(optimizer.step, steps, sync) * 1e6 / steps
+    slope = (step_us[128] - step_us[16]) / (128 - 16)
+    per_op_us["optimizer_foreach_per_tensor_us"] = slope
+    per_op_us["optimizer_step_fixed_us"] = step_us[16] - 16 * slope
+
+    if device.type == "cuda":
+        per_op_us["synchronize_us"] = _time_chain(sync, iterations, lambda: None) * 1e6 / iterations
+
+    logger.info("host overhead on %s (us): %s", device, {k: round(v, 2) for k, v in per_op_us.items()})
+    return {
+        "per_op_us": per_op_us,
+        "kernel_ops": kernel_ops,
+        "method": METHOD,
+        "device": str(device),
+        "iterations": iterations,
+    }
+
+
+def _count_ops(step: Callable[[], Any]) -> int:
+    """Kernel (non-view) aten ops issued by one call of `step`."""
+    with _OpCounter() as counter:
+        step()
+    return counter.kernel_ops
+
+
+def _time_chain(step: Callable[[], Any], n: int, sync: Callable[[], None]) -> float:
+    """Wall seconds for `n` calls of `step` after a short warm-up, device synchronised around them."""
+    for _ in range(min(n, 20)):
+        step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    sync()
+    return time.perf_counter() - start

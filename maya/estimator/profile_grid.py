@@ -1,0 +1,619 @@
+"""The shape grids the GPU profiler times: one list of `ProfileCase`s per op family.
+
+Each case is encoded exactly as the emulator records a trace row (docs/trace-schema.md): the
+aten op name with overload, tensors in flattening order, and attrs with tensors as `{"$t": i}`.
+Trailing positional arguments equal to their schema default, and keyword-only arguments equal
+to their default, are dropped, as PyTorch's Python dispatch does before a dispatch mode sees them.
+
+Shapes are chosen to span real training: the three matmuls behind every `nn.Linear` of GPT-2,
+Llama and similar models, ResNet convolutions, SDPA at 128..8192 tokens, and elementwise ops from
+one element to 2 GiB. `quick=True` gives a few tiny cases per family, for tests.
+
+Only torch and the standard library are imported: this runs on the GPU profiling machine.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from maya.estimator.replay import TensorSpec, encode_arguments, resolve_op
+
+GIB = 1 << 30
+
+FAMILIES = (
+    "gemm", "conv", "sdpa", "norm", "softmax", "embedding", "batchnorm",
+    "elementwise", "reduction", "copy", "foreach", "index",
+)  # fmt: skip
+"""Op families with a shape grid, in the order the profiler runs them."""
+
+CUDA_ONLY_OPS = frozenset({
+    "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_cudnn_attention_backward",
+    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_flash_attention_backward",
+    "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_efficient_attention_backward",
+    "aten::cudnn_batch_norm", "aten::cudnn_batch_norm_backward", "aten::_fused_rms_norm_backward",
+})  # fmt: skip
+"""Ops with no CPU kernel: skipped when profiling on the CPU."""
+
+# Linear layers as (out_features, in_features) of models people train: GPT-2 (d=768, 1024),
+# 2048-wide models, Llama-2-7B, Llama-3-8B (GQA qkv 4096+2*1024, vocab 128256), 13B (d=5120).
+LINEAR_SHAPES = (
+    (2304, 768), (768, 768), (3072, 768), (768, 3072), (50257, 768), (50304, 768),
+    (3072, 1024), (1024, 1024), (4096, 1024), (1024, 4096),
+    (6144, 2048), (2048, 2048), (8192, 2048), (2048, 8192),
+    (12288, 4096), (4096, 4096), (11008, 4096), (4096, 11008), (32000, 4096),
+    (6144, 4096), (14336, 4096), (4096, 14336), (128256, 4096),
+    (15360, 5120), (5120, 5120), (13824, 5120), (5120, 13824),
+)  # fmt: skip
+"""(N, K) = (out_features, in_features) of common transformer linears."""
+
+LINEAR_TOKENS = (256, 1024, 2048, 4096, 8192, 16384)
+"""M: tokens per micro-batch (batch * sequence) feeding a linear."""
+
+ODD_SIZES = (1, 3, 7, 33, 127, 768, 1000, 2304, 3072, 4095, 4097, 11008, 14336, 50257, 50304)
+"""Sizes sampled besides powers of two: skinny, off-by-one, vocabularies, MLP widths."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProfileCase:
+    """One signature to time, encoded as a trace row would record it."""
+
+    family: str
+    """Op family, one of `FAMILIES`."""
+    op: str
+    """aten op name with overload unless default ("aten::addmm")."""
+    input_shapes: tuple[tuple[int, ...], ...]
+    """Shape of each tensor argument, in trace flattening order."""
+    input_dtypes: tuple[str, ...]
+    """dtype name of each tensor argument."""
+    input_strides: tuple[tuple[int, ...], ...]
+    """Strides (elements) of each tensor argument."""
+    attrs: dict[str, Any]
+    """{"args": [...], "kwargs": {...}} with tensors as {"$t": i}."""
+    allow_tf32: bool = False
+    """Whether TF32 is allowed for fp32 matmuls and convolutions while timing."""
+    sleep_before: bool = False
+    """Queue a GPU sleep before each timed run so a slow host launch (foreach lists) is hidden."""
+
+
+def make_case(family: str, op: str, args: Sequence[Any], kwargs: dict[str, Any] | None = None, **flags) -> ProfileCase:
+    """Encode `op(*args, **kwargs)` (tensors as `TensorSpec`) into a `ProfileCase`."""
+    args, kwargs = _strip_defaults(op, list(args), dict(kwargs or {}))
+    attrs, shapes, dtypes, strides = encode_arguments(args, kwargs)
+    return ProfileCase(
+        family=family,
+        op=op,
+        input_shapes=tuple(map(tuple, shapes)),
+        input_dtypes=tuple(dtypes),
+        input_strides=tuple(map(tuple, strides)),
+        attrs=attrs,
+        **flags,
+    )
+
+
+def grid(family: str, *, quick: bool = False, seed: int = 0) -> list[ProfileCase]:
+    """All cases of one family.
+
+    Args:
+        family: one of `FAMILIES`.
+        quick: a few tiny cases instead of the full grid.
+        seed: seeds the random GEMM shapes.
+
+    Returns:
+        The cases, in the order they will be timed.
+    """
+    if family not in _GRIDS:
+        raise ValueError(f"unknown op family {family!r}; known: {', '.join(FAMILIES)}")
+    cases = []
+    for case in _GRIDS[family](quick, random.Random(seed)):
+        cases.append(case)
+    return cases
+
+
+def _strip_defaults(op: str, args: list, kwargs: dict) -> tuple[list, dict]:
+    schema = resolve_op(op)._schema
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    by_name = {a.name: a for a in schema.arguments}
+    while args and len(args) <= len(positional):
+        arg = positional[len(args) - 1]
+        if not (arg.has_default_value() and _same(args[-1], arg.default_value)):
+            break
+        args.pop()
+    kept = {}
+    for name, value in kwargs.items():
+        arg = by_name.get(name)
+        if arg is None or not (arg.has_default_value() and _same(value, arg.default_value)):
+            kept[name] = value
+    return args, kept
+
+
+def _same(value: Any, default: Any) -> bool:
+    if isinstance(value, TensorSpec) or type(value) is not type(default) and value is not None:
+        return False
+    return value == default
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor layouts.
+
+
+def _spec(shape: Sequence[int], dtype: str, strides: Sequence[int] | None = None) -> TensorSpec:
+    return TensorSpec(shape=tuple(shape), dtype=dtype, strides=tuple(strides) if strides else None)
+
+
+def _transposed(shape: Sequence[int], dtype: str) -> TensorSpec:
+    """A view `x.transpose(-1, -2)` of a contiguous tensor, seen with logical shape `shape`."""
+    *batch, rows, cols = shape
+    strides = [1, rows]
+    if batch:
+        strides = [rows * cols] + strides
+    return _spec(shape, dtype, strides)
+
+
+def _channels_last_strides(n: int, c: int, h: int, w: int) -> tuple[int, ...]:
+    return (h * w * c, 1, w * c, c)
+
+
+def _heads_transposed(b: int, h: int, s: int, d: int, dtype: str) -> TensorSpec:
+    """[B, H, S, D] as `x.view(B, S, H, D).transpose(1, 2)`: how attention modules build q, k, v."""
+    return _spec((b, h, s, d), dtype, (s * h * d, d, h * d, 1))
+
+
+def _nbytes(shape: Sequence[int], dtype: str) -> int:
+    return math.prod(shape) * (4 if dtype == "float32" else 2 if dtype in ("bfloat16", "float16") else 8)
+
+
+def _activation_shape(numel: int, width: int = 1024) -> tuple[int, ...]:
+    return (numel // width, width) if numel >= width else (numel,)
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMM: mm, addmm, bmm, baddbmm.
+
+_GEMM_DTYPES = (("bfloat16", False), ("float16", False), ("float32", True), ("float32", False))
+
+
+def _gemm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    if quick:
+        yield from _linear_cases(64, 48, 32, "float32", False)
+        yield make_case("gemm", "aten::bmm", [_spec((2, 16, 8), "float32"), _transposed((2, 8, 24), "float32")])
+        yield make_case(
+            "gemm", "aten::baddbmm",
+            [_spec((2, 16, 24), "float32"), _spec((2, 16, 8), "float32"), _spec((2, 8, 24), "float32")],
+            {"beta": 1.0, "alpha": 0.125},
+        )  # fmt: skip
+        return
+    for dtype, tf32 in _GEMM_DTYPES:
+        # bf16 gets every token count; other dtypes a subset, and fp32 without TF32 only small ones.
+        tokens = LINEAR_TOKENS if dtype == "bfloat16" else (1024, 4096, 16384)
+        max_flops = 4e13 if dtype != "float32" else (1e13 if tf32 else 1e12)
+        for m in tokens:
+            for n, k in LINEAR_SHAPES:
+                if 2.0 * m * n * k <= max_flops and _nbytes((m, n), dtype) <= 4 * GIB:
+                    yield from _linear_cases(m, n, k, dtype, tf32)
+    for _ in range(500):
+        m, n, k = (_random_size(rng) for _ in range(3))
+        dtype, tf32 = rng.choice(_GEMM_DTYPES[:1] * 3 + _GEMM_DTYPES[1:])
+        if 2.0 * m * n * k > 2e12 or max(_nbytes(s, dtype) for s in ((m, k), (k, n), (m, n))) > 2 * GIB:
+            continue
+        a = _spec((m, k), dtype) if rng.random() < 0.5 else _transposed((m, k), dtype)
+        b = _spec((k, n), dtype) if rng.random() < 0.5 else _transposed((k, n), dtype)
+        if rng.random() < 0.5:
+            yield make_case("gemm", "aten::mm", [a, b], allow_tf32=tf32)
+        else:
+            yield make_case("gemm", "aten::addmm", [_spec((n,), dtype), a, b], allow_tf32=tf32)
+    yield from _bmm_cases()
+
+
+def _random_size(rng: random.Random) -> int:
+    if rng.random() < 0.3:
+        return rng.choice(ODD_SIZES)
+    return max(1, round(2 ** rng.uniform(0, 14)))
+
+
+def _linear_cases(m: int, n: int, k: int, dtype: str, tf32: bool) -> Iterator[ProfileCase]:
+    """The matmuls of `F.linear(x[M, K], W[N, K], b)` and its backward (autograd's mm_mat*_backward)."""
+    w_t = _transposed((k, n), dtype)  # W.t(): [K, N], strides (1, K)
+    yield make_case("gemm", "aten::addmm", [_spec((n,), dtype), _spec((m, k), dtype), w_t], allow_tf32=tf32)
+    yield make_case("gemm", "aten::mm", [_spec((m, k), dtype), w_t], allow_tf32=tf32)
+    # grad_input = grad[M, N] @ W[N, K]; grad_weight = grad.t()[N, M] @ x[M, K]
+    yield make_case("gemm", "aten::mm", [_spec((m, n), dtype), _spec((n, k), dtype)], allow_tf32=tf32)
+    yield make_case("gemm", "aten::mm", [_transposed((n, m), dtype), _spec((m, k), dtype)], allow_tf32=tf32)
+
+
+def _bmm_cases() -> Iterator[ProfileCase]:
+    """Eager attention (scores = q @ k^T, out = p @ v, HF baddbmm) and their backward layouts."""
+    for dtype in ("bfloat16", "float32"):
+        for bh in (32, 96, 256):
+            for s in (128, 256, 512, 1024, 2048):
+                for d in (64, 128):
+                    if _nbytes((bh, s, s), dtype) > 2 * GIB:
+                        continue
+                    q, p = _spec((bh, s, d), dtype), _spec((bh, s, s), dtype)
+                    tf32 = dtype == "float32"
+                    yield make_case("gemm", "aten::bmm", [q, _transposed((bh, d, s), dtype)], allow_tf32=tf32)
+                    yield make_case("gemm", "aten::bmm", [p, _spec((bh, s, d), dtype)], allow_tf32=tf32)
+                    yield make_case("gemm", "aten::bmm", [_transposed((bh, s, s), dtype), q], allow_tf32=tf32)
+                    yield make_case(
+                        "gemm", "aten::baddbmm", [p, q, _transposed((bh, d, s), dtype)],
+                        {"beta": 0.0, "alpha": 0.125}, allow_tf32=tf32,
+                    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolutions.
+
+# (Cin, H=W, Cout, kernel, stride, padding): ResNet-50 (torchvision v1.5), ResNet-18/34 basic
+# blocks, and a ViT-B/16 patch embedding; inputs at 224x224.
+CONV_LAYERS = (
+    (3, 224, 64, 7, 2, 3),
+    (64, 56, 64, 1, 1, 0), (64, 56, 64, 3, 1, 1), (64, 56, 256, 1, 1, 0), (256, 56, 64, 1, 1, 0),
+    (256, 56, 128, 1, 1, 0), (128, 56, 128, 3, 2, 1), (128, 28, 512, 1, 1, 0), (256, 56, 512, 1, 2, 0),
+    (512, 28, 128, 1, 1, 0), (128, 28, 128, 3, 1, 1),
+    (512, 28, 256, 1, 1, 0), (256, 28, 256, 3, 2, 1), (256, 14, 1024, 1, 1, 0), (512, 28, 1024, 1, 2, 0),
+    (1024, 14, 256, 1, 1, 0), (256, 14, 256, 3, 1, 1),
+    (1024, 14, 512, 1, 1, 0), (512, 14, 512, 3, 2, 1), (512, 7, 2048, 1, 1, 0), (1024, 14, 2048, 1, 2, 0),
+    (2048, 7, 512, 1, 1, 0), (512, 7, 512, 3, 1, 1),
+    (64, 56, 128, 3, 2, 1), (64, 56, 128, 1, 2, 0), (128, 28, 256, 3, 2, 1), (256, 14, 512, 3, 2, 1),
+    (3, 224, 768, 16, 16, 0),
+)  # fmt: skip
+"""(Cin, H, Cout, k, stride, padding) of common CNN layers."""
+
+
+def _conv(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    if quick:
+        yield from _conv_cases(2, 8, 16, 16, 3, 1, 1, "float32", channels_last=False)
+        yield from _conv_cases(2, 8, 16, 16, 3, 1, 1, "float32", channels_last=True)
+        return
+    for dtype, batches in (("bfloat16", (16, 64, 256)), ("float32", (16, 64, 256)), ("float16", (64,))):
+        for n in batches:
+            for cin, hw, cout, k, stride, pad in CONV_LAYERS:
+                for channels_last in (False, True):
+                    yield from _conv_cases(n, cin, hw, cout, k, stride, pad, dtype, channels_last)
+
+
+def _conv_cases(
+    n: int, cin: int, hw: int, cout: int, k: int, stride: int, pad: int, dtype: str, channels_last: bool
+) -> Iterator[ProfileCase]:
+    """Forward convolution and its backward, as autograd's ConvolutionBackward0 calls it."""
+    ho = (hw + 2 * pad - k) // stride + 1
+    first_layer = cin == 3  # the image does not require grad: no grad_input
+    has_bias = k == 16  # ViT patch embedding has a bias; ResNet convs do not
+
+    def tensor(c: int, h: int) -> TensorSpec:
+        return _spec((n, c, h, h), dtype, _channels_last_strides(n, c, h, h) if channels_last else None)
+
+    weight = _spec((cout, cin, k, k), dtype, _channels_last_strides(cout, cin, k, k) if channels_last else None)
+    bias = _spec((cout,), dtype) if has_bias else None
+    geometry = [[stride, stride], [pad, pad], [1, 1], False, [0, 0], 1]
+    tf32 = dtype == "float32"  # cuDNN allows TF32 by default
+    yield make_case("conv", "aten::convolution", [tensor(cin, hw), weight, bias, *geometry], allow_tf32=tf32)
+    mask = [not first_layer, True, has_bias]
+    yield make_case(
+        "conv", "aten::convolution_backward",
+        [tensor(cout, ho), tensor(cin, hw), weight, [cout] if has_bias else None, *geometry, mask],
+        allow_tf32=tf32,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Scaled dot-product attention: the fused ops F.scaled_dot_product_attention dispatches to.
+
+SDPA_SEQ_LENS = (128, 256, 512, 1024, 2048, 4096, 8192)
+"""Sequence lengths (tokens) for the attention grid."""
+
+_SDPA_BACKENDS = ("cudnn", "flash", "efficient")
+
+
+def _sdpa(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    if quick:
+        # The CPU flash kernel exercises the same forward-first replay as the CUDA backward ops.
+        for backend in (*_SDPA_BACKENDS, "cpu"):
+            yield from _sdpa_cases(backend, 1, 2, 2, 64, 16, True, "float32")
+        return
+    for dtype, configs in (
+        ("bfloat16", ((12, 64, 8192), (12, 64, 32768), (16, 64, 16384), (32, 128, 8192), (32, 128, 32768), (16, 128, 16384))),
+        ("float16", ((12, 64, 8192), (32, 128, 8192))),
+    ):  # fmt: skip
+        for heads, head_dim, tokens in configs:
+            for s in SDPA_SEQ_LENS:
+                for causal in (False, True):
+                    for backend in _SDPA_BACKENDS:
+                        yield from _sdpa_cases(backend, max(1, tokens // s), heads, heads, s, head_dim, causal, dtype)
+    # Grouped-query attention (Llama-3: 32 query heads, 8 KV heads): k/v passed with fewer heads.
+    for s in (512, 2048, 8192):
+        for backend in _SDPA_BACKENDS:
+            yield from _sdpa_cases(backend, max(1, 16384 // s), 32, 8, s, 128, True, "bfloat16")
+
+
+def _sdpa_cases(
+    backend: str, b: int, h: int, h_kv: int, s: int, d: int, causal: bool, dtype: str
+) -> Iterator[ProfileCase]:
+    """Forward and backward of one attention backend; the backward's saved tensors are placeholders
+    that the replay replaces with the forward's real outputs."""
+    q = _heads_transposed(b, h, s, d, dtype)
+    k = v = _heads_transposed(b, h_kv, s, d, dtype)
+    grad, out = _heads_transposed(b, h, s, d, dtype), _heads_transposed(b, h, s, d, dtype)
+    lse = _spec((b, h, s), "float32")
+    seed, offset = _spec((), "int64"), _spec((), "int64")
+    if backend == "cudnn":
+        op = "aten::_scaled_dot_product_cudnn_attention"
+        yield make_case("sdpa", op, [q, k, v, None, True, 0.0, causal, False])
+        backward = [grad, q, k, v, out, lse, seed, offset, None, None, None, s, s, 0.0, causal]
+    elif backend == "flash":
+        op = "aten::_scaled_dot_product_flash_attention"
+        yield make_case("sdpa", op, [q, k, v, 0.0, causal, False])
+        backward = [grad, q, k, v, out, lse, None, None, s, s, 0.0, causal, seed, offset]
+    elif backend == "efficient":
+        op = "aten::_scaled_dot_product_efficient_attention"
+        yield make_case("sdpa", op, [q, k, v, None, True, 0.0, causal])
+        backward = [grad, q, k, v, None, out, lse, seed, offset, 0.0, [True, True, True, False], causal]
+    else:
+        op = "aten::_scaled_dot_product_flash_attention_for_cpu"
+        yield make_case("sdpa", op, [q, k, v, 0.0, causal])
+        backward = [grad, q, k, v, out, lse, 0.0, causal]
+    yield make_case("sdpa", op + "_backward", backward)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalisation: layer norm, RMS norm, batch norm.
+
+HIDDEN_SIZES = (768, 1024, 2048, 4096, 5120, 8192)
+"""Transformer hidden sizes (the normalised dimension)."""
+
+
+def _norm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    sizes = [(64, 32)] if quick else [(t, c) for c in HIDDEN_SIZES for t in (512, 2048, 8192, 32768)]
+    dtypes = ("float32",) if quick else ("bfloat16", "float32")
+    has_rms = hasattr(torch.ops.aten, "_fused_rms_norm")
+    for dtype in dtypes:
+        for tokens, c in sizes:
+            b, s = max(1, tokens // 1024), min(tokens, 1024)
+            x, w = _spec((b, s, c), dtype), _spec((c,), dtype)
+            stat = _spec((b, s, 1), "float32")
+            yield make_case("norm", "aten::native_layer_norm", [x, [c], w, w, 1e-5])
+            yield make_case("norm", "aten::native_layer_norm_backward", [x, x, [c], stat, stat, w, w, [True] * 3])
+            if has_rms:
+                yield make_case("norm", "aten::_fused_rms_norm", [x, [c], w, 1e-6])
+                yield make_case("norm", "aten::_fused_rms_norm_backward", [x, x, [c], stat, w, [True, True]])
+
+
+# (C, H=W) of ResNet-50 batch-norm inputs at 224x224.
+BATCHNORM_SHAPES = ((64, 112), (64, 56), (256, 56), (128, 28), (512, 28), (256, 14), (1024, 14), (512, 7), (2048, 7))
+
+
+def _batchnorm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    shapes = [(4, 8)] if quick else BATCHNORM_SHAPES
+    n = 2 if quick else 64
+    for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+        for c, hw in shapes:
+            for channels_last in (False, True):
+                x = _spec((n, c, hw, hw), dtype, _channels_last_strides(n, c, hw, hw) if channels_last else None)
+                p = _spec((c,), "float32")  # AMP keeps batch-norm parameters and statistics in fp32
+                reserve = _spec((0,), "uint8")
+                yield make_case("batchnorm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+                yield make_case(
+                    "batchnorm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve]
+                )
+                yield make_case("batchnorm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+                yield make_case(
+                    "batchnorm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3]
+                )
+                yield make_case("batchnorm", "aten::_batch_norm_with_update", [x, p, p, p, p, 0.1, 1e-5])
+                yield make_case(
+                    "batchnorm", "aten::batch_norm_backward",
+                    [x, x, p, p, p, p, p, True, 1e-5, [True] * 3, reserve],
+                )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax and the cross-entropy tail (log_softmax + nll_loss).
+
+VOCAB_SIZES = (32000, 50257, 50304, 128256)
+"""Vocabulary sizes of common language models."""
+
+
+def _softmax(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    rows = [(16, 50)] if quick else [(t, v) for v in VOCAB_SIZES for t in (512, 2048, 8192, 16384)]
+    for dtype in ("float32",) if quick else ("float32", "bfloat16"):
+        for t, v in rows:
+            if _nbytes((t, v), dtype) > 4 * GIB:
+                continue
+            logits = _spec((t, v), dtype)
+            yield make_case("softmax", "aten::_log_softmax", [logits, 1, False])
+            yield make_case(
+                "softmax", "aten::_log_softmax_backward_data", [logits, logits, 1, getattr(torch, dtype)]
+            )
+            target, scalar = _spec((t,), "int64"), _spec((), dtype)
+            yield make_case("softmax", "aten::nll_loss_forward", [logits, target, None, 1, -100])
+            yield make_case("softmax", "aten::nll_loss_backward", [scalar, logits, target, None, 1, -100, scalar])
+    scores = [(2, 2, 8)] if quick else [(bh, s, s) for bh in (96, 256) for s in (128, 512, 1024, 2048)]
+    for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+        for shape in scores:
+            x = _spec(shape, dtype)
+            yield make_case("softmax", "aten::_softmax", [x, -1, False])
+            yield make_case("softmax", "aten::_softmax_backward_data", [x, x, -1, getattr(torch, dtype)])
+
+
+def _embedding(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    configs = [(100, 16, 32)] if quick else [
+        (v, c, t) for v in (32000, 50304, 128256) for c in (768, 4096) for t in (2048, 8192, 32768)
+    ]  # fmt: skip
+    for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+        for v, c, tokens in configs:
+            b, s = max(1, tokens // 1024), min(tokens, 1024)
+            idx = _spec((b, s), "int64")
+            yield make_case("embedding", "aten::embedding", [_spec((v, c), dtype), idx])
+            yield make_case("embedding", "aten::embedding_dense_backward", [_spec((b, s, c), dtype), idx, v, -1, False])
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise, reductions, copies: memory-bound ops from 1 element to 2 GiB.
+
+
+def _sizes(quick: bool, dtype: str) -> list[int]:
+    if quick:
+        return [1, 1000]
+    return [4**k for k in range(16) if 4**k * (4 if dtype == "float32" else 2) <= 2 * GIB]
+
+
+def _elementwise_calls(x: TensorSpec, cond: TensorSpec) -> list[tuple[str, list, dict]]:
+    """(op, args, kwargs) of the elementwise ops training scripts issue most, on input `x`."""
+    return [
+        ("aten::add.Tensor", [x, x], {}),
+        ("aten::add_.Tensor", [x, x], {}),
+        ("aten::mul.Tensor", [x, x], {}),
+        ("aten::div.Tensor", [x, x], {}),
+        ("aten::mul.Scalar", [x, 0.5], {}),
+        ("aten::neg", [x], {}),
+        ("aten::pow.Tensor_Scalar", [x, 2], {}),
+        ("aten::gelu", [x], {}),
+        ("aten::gelu", [x], {"approximate": "tanh"}),
+        ("aten::gelu_backward", [x, x], {}),
+        ("aten::silu", [x], {}),
+        ("aten::silu_backward", [x, x], {}),
+        ("aten::relu", [x], {}),
+        ("aten::threshold_backward", [x, x, 0], {}),
+        ("aten::sigmoid", [x], {}),
+        ("aten::tanh", [x], {}),
+        ("aten::rsqrt", [x], {}),
+        ("aten::fill_.Scalar", [x, 0.0], {}),
+        ("aten::zero_", [x], {}),
+        ("aten::where.self", [cond, x, x], {}),
+        ("aten::native_dropout", [x, 0.1, True], {}),
+    ]
+
+
+def _elementwise(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+        for numel in _sizes(quick, dtype):
+            x = _spec(_activation_shape(numel), dtype)
+            cond = _spec(_activation_shape(numel), "bool")
+            for op, args, kwargs in _elementwise_calls(x, cond):
+                yield make_case("elementwise", op, args, kwargs)
+            if numel >= 1024:  # bias add: [T, C] + [C]
+                yield make_case("elementwise", "aten::add.Tensor", [x, _spec((x.shape[-1],), dtype)])
+
+
+def _reduction(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+        for numel in _sizes(quick, dtype):
+            x = _spec(_activation_shape(numel, 4096), dtype)
+            yield make_case("reduction", "aten::sum.dim_IntList", [x, [0]])  # bias gradient
+            yield make_case("reduction", "aten::sum.dim_IntList", [x, [-1], True])
+            yield make_case("reduction", "aten::mean.dim", [x, [-1], True])
+            yield make_case("reduction", "aten::amax", [x, [-1], True])
+            yield make_case("reduction", "aten::sum", [x])
+            yield make_case("reduction", "aten::mean", [x])
+
+
+def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    for numel in _sizes(quick, "float32"):
+        shape = _activation_shape(numel)
+        f32, bf16 = _spec(shape, "float32"), _spec(shape, "bfloat16")
+        yield make_case("copy", "aten::_to_copy", [f32], {"dtype": torch.bfloat16})
+        yield make_case("copy", "aten::_to_copy", [bf16], {"dtype": torch.float32})
+        yield make_case("copy", "aten::copy_", [bf16, f32])
+        for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+            x = _spec(shape, dtype)
+            yield make_case("copy", "aten::copy_", [x, x])
+            yield make_case("copy", "aten::clone", [x])
+            if len(shape) == 2:  # x.t().contiguous(): a transposing copy
+                yield make_case("copy", "aten::clone", [_transposed(shape, dtype)], {"memory_format": torch.contiguous_format})
+
+
+# ---------------------------------------------------------------------------------------------
+# Foreach and fused optimizer ops over parameter lists.
+
+
+def _model_param_numels(d: int, layers: int, vocab: int, mlp: int) -> list[int]:
+    """Parameter sizes of a GPT-style model, in the order optimizers see them."""
+    per_layer = [d, d, 3 * d * d, 3 * d, d * d, d, d, d, mlp * d, mlp, d * mlp, d]
+    return [vocab * d, 1024 * d] + per_layer * layers + [d, d]
+
+
+def _param_lists(quick: bool) -> list[list[int]]:
+    if quick:
+        return [[16, 100, 7]]
+    uniform = [
+        [numel] * n
+        for n in (1, 8, 64, 256, 1024)
+        for numel in (256, 16384, 1 << 20, 1 << 22)
+        if n * numel <= 1 << 28
+    ]
+    return uniform + [_model_param_numels(768, 12, 50304, 3072), _model_param_numels(2048, 4, 32000, 8192)]
+
+
+def _foreach(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    for dtype in ("float32",) if quick else ("float32", "bfloat16"):
+        lists = _param_lists(quick)
+        if dtype == "bfloat16":
+            lists = lists[::3]
+        for numels in lists:
+            params = [_spec((n,), dtype) for n in numels]
+            grads = [_spec((n,), dtype) for n in numels]
+            moments = [_spec((n,), dtype) for n in numels]
+            scalars = [0.5] * len(numels)
+            for op, args in (
+                ("aten::_foreach_add_.List", [params, grads]),  # gradient accumulation
+                ("aten::_foreach_mul_.Scalar", [params, 0.99]),
+                ("aten::_foreach_add_.Scalar", [params, 1e-8]),
+                ("aten::_foreach_lerp_.Scalar", [params, grads, 0.1]),
+                ("aten::_foreach_addcmul_.Scalar", [params, grads, grads, 0.001]),
+                ("aten::_foreach_addcdiv_.ScalarList", [params, grads, moments, scalars]),
+                ("aten::_foreach_div_.ScalarList", [params, scalars]),
+                ("aten::_foreach_sqrt", [params]),
+                ("aten::_foreach_norm.Scalar", [grads]),  # clip_grad_norm_
+                ("aten::_foreach_mul_.Tensor", [grads, _spec((), "float32")]),
+            ):
+                yield make_case("foreach", op, args, sleep_before=True)
+            steps = [_spec((), "float32") for _ in numels]
+            hyper = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "weight_decay": 0.01, "eps": 1e-8,
+                     "amsgrad": False, "maximize": False}  # fmt: skip
+            for op in ("aten::_fused_adamw_", "aten::_fused_adam_"):
+                yield make_case("foreach", op, [params, grads, moments, moments, [], steps], hyper, sleep_before=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Indexing: gather/scatter-style ops.
+
+
+def _index(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    configs = [(50, 8, 16)] if quick else [
+        (v, c, n) for v in (1024, 50304) for c in (64, 768, 4096) for n in (256, 4096, 65536)
+    ]  # fmt: skip
+    for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+        for v, c, n in configs:
+            table, rows = _spec((v, c), dtype), _spec((n, c), dtype)
+            idx = _spec((n,), "int64")
+            yield make_case("index", "aten::index_select", [table, 0, idx])
+            yield make_case("index", "aten::index.Tensor", [table, [idx]])
+            yield make_case("index", "aten::index_add", [table, 0, idx, rows])
+            yield make_case("index", "aten::index_put_", [table, [idx], rows, True])
+            # Picking one logit per row (cross entropy): [n, v] gathered along dim 1 by [n, 1].
+            if _nbytes((n, v), dtype) <= 2 * GIB:
+                logits, picks = _spec((n, v), dtype), _spec((n, 1), "int64")
+                yield make_case("index", "aten::gather", [logits, 1, picks])
+                yield make_case("index", "aten::scatter_add", [logits, 1, picks, _spec((n, 1), dtype)])
+                yield make_case("index", "aten::scatter.src", [logits, 1, picks, _spec((n, 1), dtype)])
+
+
+_GRIDS: dict[str, Callable[[bool, random.Random], Iterator[ProfileCase]]] = {
+    "gemm": _gemm,
+    "conv": _conv,
+    "sdpa": _sdpa,
+    "norm": _norm,
+    "softmax": _softmax,
+    "embedding": _embedding,
+    "batchnorm": _batchnorm,
+    "elementwise": _elementwise,
+    "reduction": _reduction,
+    "copy": _copy,
+    "foreach": _foreach,
+    "index": _index,
+}

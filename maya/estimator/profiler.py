@@ -1,0 +1,416 @@
+"""The GPU op profiler: times aten op signatures on a real device and writes them as Parquet.
+
+Two sources of signatures: the shape grids of `maya.estimator.profile_grid` (one Parquet file per
+op family) and, with `trace_dir`, every distinct kernel signature of an emulated trace
+(`exact.parquet`). Each signature is replayed with `maya.estimator.replay`, warmed up, then timed
+`reps` times with CUDA events, the L2 cache flushed before every run; rows keep the median and the
+10th/90th percentiles. A signature that fails is logged, counted and skipped.
+
+Only torch, numpy, pandas, pyarrow and the standard library are imported, so the profiler runs on
+a bare GPU machine:
+
+    python -m maya.estimator.profiler --out profiles/h200            # full grid, about 5 minutes
+    python -m maya.estimator.profiler --out /tmp/p --quick --device cpu
+    python -m maya.estimator.profiler --out profiles/exact --trace maya_out/trace
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import math
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from maya.emulator.op_cost import op_cost
+from maya.estimator.host_overhead import measure_host_overhead
+from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, ProfileCase, grid
+from maya.estimator.replay import Replay, build_replay, dtype_name, encode_arguments
+
+logger = logging.getLogger(__name__)
+
+L2_FLUSH_BYTES = 256 << 20
+"""Bytes written before each timed run; larger than any GPU's L2 (H200: 60 MiB), so inputs start cold."""
+
+TIME_BUDGET_PER_SIGNATURE_MS = 40.0
+"""Timed-run budget per signature: reps = budget / one run, clamped to [MIN_REPS, MAX_REPS]."""
+
+MIN_REPS = 5
+"""Fewest timed repetitions of a signature."""
+
+MAX_REPS = 15
+"""Most timed repetitions of a signature."""
+
+QUICK_REPS = 3
+"""Timed repetitions in quick mode."""
+
+SLEEP_BEFORE_CYCLES = 1_000_000
+"""GPU clock cycles (about 0.5 ms) of `torch.cuda._sleep` before ops whose host launch is slow."""
+
+PROGRESS_EVERY = 200
+"""Log a progress line every this many signatures."""
+
+HOST_FAMILY = "host"
+"""Pseudo-family: the host launch-overhead calibration, written to host_overhead.json."""
+
+_SHAPE_LIST = pa.list_(pa.list_(pa.int64()))
+PROFILE_SCHEMA = pa.schema(
+    [
+        pa.field("op", pa.string()),
+        pa.field("input_shapes", _SHAPE_LIST),
+        pa.field("input_dtypes", pa.list_(pa.string())),
+        pa.field("input_strides", _SHAPE_LIST),
+        pa.field("output_shapes", _SHAPE_LIST),
+        pa.field("output_dtypes", pa.list_(pa.string())),
+        pa.field("output_strides", _SHAPE_LIST),
+        pa.field("attrs", pa.string()),  # JSON, as in the trace
+        pa.field("flops", pa.float64()),
+        pa.field("bytes", pa.int64()),
+        pa.field("family", pa.string()),  # grid family, or "exact" for trace signatures
+        pa.field("duration_us", pa.float64()),  # median of the timed repetitions
+        pa.field("duration_us_p10", pa.float64()),
+        pa.field("duration_us_p90", pa.float64()),
+        pa.field("reps", pa.int32()),  # timed repetitions
+        pa.field("allow_tf32", pa.bool_()),  # TF32 allowed for fp32 matmul and cuDNN while timing
+        pa.field("gpu_name", pa.string()),
+        pa.field("torch_version", pa.string()),
+        pa.field("cuda_version", pa.string()),
+        pa.field("cudnn_version", pa.string()),
+        pa.field("date", pa.string()),  # ISO 8601, UTC, when the run started
+        pa.field("host", pa.string()),  # hostname
+    ]
+)
+"""One row per timed signature: the trace-row signature columns plus the measurement."""
+
+
+class _Timer:
+    """Times a replay on one device: CUDA events with an L2 flush, or perf_counter on the CPU."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.is_cuda = device.type == "cuda"
+        self.flush_buffer = (
+            torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device) if self.is_cuda else None
+        )
+        self.can_sleep = self.is_cuda and hasattr(torch.cuda, "_sleep")
+
+    def synchronize(self) -> None:
+        if self.is_cuda:
+            torch.cuda.synchronize(self.device)
+
+    def time_once_ms(self, fn: Callable[[], Any]) -> float:
+        """Wall time of one run, synchronised: used to choose the repetition count."""
+        self.synchronize()
+        start = time.perf_counter()
+        fn()
+        self.synchronize()
+        return (time.perf_counter() - start) * 1e3
+
+    def time_us(self, fn: Callable[[], Any], reps: int, sleep_before: bool) -> list[float]:
+        """Durations of `reps` runs, in microseconds, each after an L2 flush."""
+        if not self.is_cuda:
+            durations = []
+            for _ in range(reps):
+                start = time.perf_counter()
+                fn()
+                durations.append((time.perf_counter() - start) * 1e6)
+            return durations
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for start, end in zip(starts, ends):
+            self.flush_buffer.zero_()
+            if sleep_before and self.can_sleep:
+                torch.cuda._sleep(SLEEP_BEFORE_CYCLES)
+            start.record()
+            fn()
+            end.record()
+        ends[-1].synchronize()
+        return [start.elapsed_time(end) * 1e3 for start, end in zip(starts, ends)]
+
+
+def run_profile(
+    out_dir: str | Path,
+    *,
+    families: Sequence[str] | None = None,
+    device: str = "cuda",
+    quick: bool = False,
+    trace_dir: str | Path | None = None,
+    seed: int = 0,
+) -> Path:
+    """Time op signatures on `device` and write them under `out_dir`.
+
+    Args:
+        out_dir: output directory; gets `<family>.parquet` per grid family, `exact.parquet` for a
+            trace, and `host_overhead.json`.
+        families: grid families to run (see `profile_grid.FAMILIES`, plus "host"); None runs all,
+            or none when `trace_dir` is given.
+        device: "cuda" (CUDA events, L2 flush) or "cpu" (perf_counter; CUDA-only ops skipped).
+        quick: tiny grids and few repetitions, for tests.
+        trace_dir: an emulated trace directory; its distinct kernel signatures are timed.
+        seed: seeds the random GEMM shapes and tensor contents.
+
+    Returns:
+        `out_dir` as a Path.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch_device = torch.device(device)
+    if torch_device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' but torch.cuda.is_available() is False; use --device cpu")
+    if families is None:
+        families = [] if trace_dir is not None else [*FAMILIES, HOST_FAMILY]
+    unknown = sorted(set(families) - set(FAMILIES) - {HOST_FAMILY})
+    if unknown:
+        raise ValueError(f"unknown families {unknown}; known: {', '.join([*FAMILIES, HOST_FAMILY])}")
+    env = _environment(torch_device)
+    logger.info("profiling on %s (torch %s, CUDA %s, cuDNN %s) into %s", env["gpu_name"],
+                env["torch_version"], env["cuda_version"], env["cudnn_version"], out_dir)  # fmt: skip
+    timer = _Timer(torch_device)
+    run_start = time.perf_counter()
+    errors_by_family: dict[str, int] = {}
+
+    for family in families:
+        if family == HOST_FAMILY:
+            overhead = measure_host_overhead(device)
+            (out_dir / "host_overhead.json").write_text(json.dumps({**overhead, **env}, indent=2))
+            continue
+        cases = grid(family, quick=quick, seed=seed)
+        rows, errors = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
+        errors_by_family[family] = errors
+        _write_rows(rows, out_dir / f"{family}.parquet")
+
+    if trace_dir is not None:
+        cases = read_trace_signatures(trace_dir)
+        rows, errors = _profile_cases("exact", cases, timer, env, quick=quick, seed=seed, from_trace=True)
+        errors_by_family["exact"] = errors
+        _write_rows(rows, out_dir / "exact.parquet")
+
+    logger.info("profile finished in %.1f s; failed signatures per family: %s",
+                time.perf_counter() - run_start, errors_by_family)  # fmt: skip
+    return out_dir
+
+
+def read_trace_signatures(trace_dir: str | Path) -> list[ProfileCase]:
+    """Distinct kernel signatures of every `rank=*/trace.parquet` under `trace_dir`.
+
+    TF32 is taken from the trace's meta.json key "allow_tf32" when present, else PyTorch's
+    default for matmuls (off).
+    """
+    trace_dir = Path(trace_dir)
+    paths = sorted(trace_dir.glob("rank=*/trace.parquet"))
+    if not paths:
+        raise FileNotFoundError(f"no rank=*/trace.parquet under {trace_dir}")
+    meta_path = trace_dir / "meta.json"
+    allow_tf32 = bool(json.loads(meta_path.read_text()).get("allow_tf32", False)) if meta_path.exists() else False
+    columns = ["kind", "op", "input_shapes", "input_dtypes", "input_strides", "attrs"]
+    seen: dict[str, ProfileCase] = {}
+    for path in paths:
+        table = pq.read_table(path, columns=columns)
+        for row in table.to_pylist():
+            if row["kind"] != "kernel":
+                continue
+            key = json.dumps([row[c] for c in columns[1:]])
+            if key not in seen:
+                seen[key] = ProfileCase(
+                    family="exact",
+                    op=row["op"],
+                    input_shapes=tuple(tuple(s) for s in row["input_shapes"] or ()),
+                    input_dtypes=tuple(row["input_dtypes"] or ()),
+                    input_strides=tuple(tuple(s) for s in row["input_strides"] or ()),
+                    attrs=json.loads(row["attrs"]) if row["attrs"] else {"args": [], "kwargs": {}},
+                    allow_tf32=allow_tf32,
+                )
+    logger.info("%d distinct kernel signatures in %d rank traces under %s", len(seen), len(paths), trace_dir)
+    return list(seen.values())
+
+
+def _profile_cases(
+    family: str,
+    cases: Sequence[ProfileCase],
+    timer: _Timer,
+    env: dict[str, str],
+    *,
+    quick: bool,
+    seed: int,
+    from_trace: bool,
+) -> tuple[list[dict[str, Any]], int]:
+    """Time every case; returns (rows, number of failed signatures)."""
+    rows: list[dict[str, Any]] = []
+    errors = skipped = 0
+    start = time.perf_counter()
+    logger.info("family %s: %d signatures", family, len(cases))
+    for i, case in enumerate(cases):
+        if i and i % PROGRESS_EVERY == 0:
+            logger.info("family %s: %d/%d signatures, %.1f s, %d failed",
+                        family, i, len(cases), time.perf_counter() - start, errors)  # fmt: skip
+        if timer.device.type != "cuda" and case.op in CUDA_ONLY_OPS:
+            skipped += 1
+            continue
+        try:
+            rows.append(_profile_one(case, timer, env, quick=quick, seed=seed + i, from_trace=from_trace))
+        except Exception as exc:  # noqa: BLE001 - a failing signature must not stop the run
+            errors += 1
+            logger.warning("family %s: %s %s failed: %s: %s", family, case.op,
+                           list(case.input_shapes), type(exc).__name__, str(exc).splitlines()[0][:300])  # fmt: skip
+            _recover(timer)
+    if skipped:
+        logger.info("family %s: skipped %d CUDA-only signatures on %s", family, skipped, timer.device)
+    logger.info("family %s: %d timed, %d failed, %d skipped in %.1f s",
+                family, len(rows), errors, skipped, time.perf_counter() - start)  # fmt: skip
+    return rows, errors
+
+
+def _profile_one(
+    case: ProfileCase, timer: _Timer, env: dict[str, str], *, quick: bool, seed: int, from_trace: bool
+) -> dict[str, Any]:
+    _set_tf32(case.allow_tf32)
+    replay = build_replay(
+        case.op, case.input_shapes, case.input_dtypes, case.input_strides, case.attrs,
+        device=timer.device, seed=seed,
+    )  # fmt: skip
+    outputs = _flatten_outputs(replay())  # first run: warm-up (cuDNN plans, autotuning) and outputs
+    once_ms = timer.time_once_ms(replay)
+    if quick:
+        reps = QUICK_REPS
+    else:
+        reps = max(MIN_REPS, min(MAX_REPS, int(TIME_BUDGET_PER_SIGNATURE_MS / max(once_ms, 1e-3))))
+    durations = sorted(timer.time_us(replay, reps, case.sleep_before))
+    row = _signature_columns(case, replay, outputs, from_trace)
+    row.update(
+        family=case.family,
+        duration_us=statistics.median(durations),
+        duration_us_p10=_percentile(durations, 0.10),
+        duration_us_p90=_percentile(durations, 0.90),
+        reps=reps,
+        allow_tf32=case.allow_tf32,
+        **env,
+    )
+    return row
+
+
+def _signature_columns(case: ProfileCase, replay: Replay, outputs: list[torch.Tensor], from_trace: bool) -> dict:
+    """Trace-row columns: the trace's own for trace signatures, else re-encoded from the real
+    arguments (the forward-first substitution of fused backward ops changes them)."""
+    if from_trace:
+        attrs, shapes, dtypes, strides = case.attrs, case.input_shapes, case.input_dtypes, case.input_strides
+    else:
+        attrs, shapes, dtypes, strides = encode_arguments(replay.args, replay.kwargs)
+    out_shapes = [list(t.shape) for t in outputs]
+    out_dtypes = [dtype_name(t.dtype) for t in outputs]
+    flops, nbytes = op_cost(case.op, shapes, dtypes, out_shapes, out_dtypes, attrs)
+    return {
+        "op": case.op,
+        "input_shapes": [list(s) for s in shapes],
+        "input_dtypes": list(dtypes),
+        "input_strides": [list(s) for s in strides],
+        "output_shapes": out_shapes,
+        "output_dtypes": out_dtypes,
+        "output_strides": [list(t.stride()) for t in outputs],
+        "attrs": json.dumps(attrs),
+        "flops": float(flops),
+        "bytes": int(nbytes),
+    }
+
+
+def _flatten_outputs(result: Any) -> list[torch.Tensor]:
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (list, tuple)):
+        return [t for item in result for t in _flatten_outputs(item)]
+    return []
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile of already sorted values."""
+    position = q * (len(sorted_values) - 1)
+    lo, hi = math.floor(position), math.ceil(position)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (position - lo)
+
+
+def _set_tf32(allow: bool) -> None:
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+
+
+def _recover(timer: _Timer) -> None:
+    """After a failure: free cached memory, and stop the run if the CUDA context is broken."""
+    if not timer.is_cuda:
+        return
+    try:
+        timer.synchronize()
+        torch.cuda.empty_cache()
+    except Exception as exc:  # an illegal address or device assert poisons the context for good
+        raise RuntimeError(f"the CUDA context is unusable after a failed signature: {exc}") from exc
+
+
+def _write_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    table = pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA)
+    tmp = path.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    tmp.replace(path)
+    logger.info("wrote %d rows to %s", len(rows), path)
+
+
+def _environment(device: torch.device) -> dict[str, str]:
+    """Columns identifying the machine and software the timings come from."""
+    if device.type == "cuda":
+        gpu_name = torch.cuda.get_device_name(device)
+    else:
+        gpu_name = f"cpu ({torch.get_num_threads()} threads)"
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "gpu_name": gpu_name,
+        "torch_version": torch.__version__,
+        "cuda_version": str(torch.version.cuda or ""),
+        "cudnn_version": str(cudnn or ""),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+    }
+
+
+def _parse_families(value: str) -> list[str]:
+    return [f.strip() for f in value.split(",") if f.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of `python -m maya.estimator.profiler` (and `maya profile`)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m maya.estimator.profiler",
+        description="Time aten op signatures on a GPU (shape grids, or the kernels of a trace) and write Parquet.",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument(
+        "--families", type=_parse_families, default=None,
+        help=f"comma-separated families (default: all): {','.join([*FAMILIES, HOST_FAMILY])}",
+    )  # fmt: skip
+    parser.add_argument("--quick", action="store_true", help="tiny grids and 3 repetitions (tests)")
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="device to time on")
+    parser.add_argument("--trace", type=Path, default=None, help="trace directory: time its kernel signatures")
+    parser.add_argument("--seed", type=int, default=0, help="seed for random shapes and tensor contents")
+    return parser
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """CLI entry point; returns the exit status."""
+    args = build_parser().parse_args(None if argv is None else list(argv))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    out = run_profile(
+        args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed
+    )
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
