@@ -1,0 +1,295 @@
+"""NCCL collective cost model: alpha-beta ring and tree algorithms over NVLink and NICs.
+
+Every cost function is pure: (op, message size, group ranks, cluster, params) -> microseconds.
+
+Conventions follow nccl-tests' PERFORMANCE.md (https://github.com/NVIDIA/nccl-tests/blob/master/doc/
+PERFORMANCE.md): `message_bytes` is nccl-tests' "size" (the full buffer: the all_gather output, the
+reduce_scatter input, the all_reduce buffer), algbw = size / time and busbw = algbw * factor, where
+the factor is 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, and 1
+for broadcast, reduce and send/recv. busbw is what a link must carry, so a ring takes
+time = factor * size / link_bandwidth + latency terms.
+
+Topology: a group inside one NVLink domain runs at the NVLink bandwidth. A group spanning domains is
+hierarchical and limited by the inter-node link: NCCL builds one ring (channel) per NIC, each ring
+crosses every node boundary once, so the ring's bus bandwidth is
+min(NVLink, min(k, nics_per_domain) * NIC), where k is how many of the group's ranks share a domain
+(a data-parallel group with one rank per node uses a single rail's NIC).
+
+All defaults in `CollectiveModelParams` are datasheet values, uncalibrated until measured with
+nccl-tests on the target cluster.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from maya.hardware.cluster import ClusterSpec
+
+
+class CollectiveOp(str, enum.Enum):
+    """The NCCL operations the model prices."""
+
+    ALL_REDUCE = "all_reduce"
+    ALL_GATHER = "all_gather"
+    REDUCE_SCATTER = "reduce_scatter"
+    BROADCAST = "broadcast"
+    REDUCE = "reduce"
+    ALL_TO_ALL = "all_to_all"
+    SEND = "send"
+    RECV = "recv"
+    BARRIER = "barrier"
+
+
+class Algorithm(str, enum.Enum):
+    """How NCCL moves the data."""
+
+    RING = "ring"
+    TREE = "tree"
+    DIRECT = "direct"
+    """Point-to-point transfers all posted at once (send/recv, all_to_all)."""
+
+
+# torch.distributed and c10d spellings of the same NCCL calls.
+_ALIASES = {
+    "allreduce": CollectiveOp.ALL_REDUCE,
+    "all_reduce_coalesced": CollectiveOp.ALL_REDUCE,
+    "allreduce_coalesced": CollectiveOp.ALL_REDUCE,
+    "allgather": CollectiveOp.ALL_GATHER,
+    "all_gather_into_tensor": CollectiveOp.ALL_GATHER,
+    "_allgather_base": CollectiveOp.ALL_GATHER,
+    "allgather_into_tensor_coalesced": CollectiveOp.ALL_GATHER,
+    "all_gather_into_tensor_coalesced": CollectiveOp.ALL_GATHER,
+    "reducescatter": CollectiveOp.REDUCE_SCATTER,
+    "reduce_scatter_tensor": CollectiveOp.REDUCE_SCATTER,
+    "_reduce_scatter_base": CollectiveOp.REDUCE_SCATTER,
+    "reduce_scatter_tensor_coalesced": CollectiveOp.REDUCE_SCATTER,
+    "alltoall": CollectiveOp.ALL_TO_ALL,
+    "alltoall_base": CollectiveOp.ALL_TO_ALL,
+    "all_to_all_single": CollectiveOp.ALL_TO_ALL,
+    "isend": CollectiveOp.SEND,
+    "irecv": CollectiveOp.RECV,
+}
+
+P2P_OPS = frozenset({CollectiveOp.SEND, CollectiveOp.RECV})
+"""Point-to-point operations: matched sender-to-receiver rather than over the whole group."""
+
+
+def canonical_op(name: str) -> CollectiveOp:
+    """Map a trace op name (`nccl:all_reduce`, `all_gather_into_tensor`, `isend`) to a `CollectiveOp`.
+
+    Raises:
+        ValueError: the name is not a known NCCL operation.
+    """
+    bare = name.split(":", 1)[1] if name.startswith("nccl:") else name
+    try:
+        return CollectiveOp(bare)
+    except ValueError:
+        pass
+    if bare in _ALIASES:
+        return _ALIASES[bare]
+    known = sorted({op.value for op in CollectiveOp} | set(_ALIASES))
+    raise ValueError(f"unknown collective {name!r}; known: {', '.join(known)}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CollectiveModelParams:
+    """Calibration of the NCCL model. Defaults: datasheet bandwidths, uncalibrated until measured."""
+
+    nvlink_efficiency: float = 1.0
+    """Fraction of the datasheet NVLink bandwidth that NCCL reaches (uncalibrated: 1.0)."""
+    nic_efficiency: float = 1.0
+    """Fraction of the datasheet NIC bandwidth that NCCL reaches (uncalibrated: 1.0)."""
+    tree_efficiency: float = 1.0
+    """Bandwidth of the tree algorithm relative to the ring's (uncalibrated: 1.0)."""
+    ring_base_latency_us: float = 6.0
+    """Fixed cost of one ring collective (launch, protocol setup), microseconds; uncalibrated."""
+    tree_base_latency_us: float = 6.0
+    """Fixed cost of one tree all_reduce, microseconds; uncalibrated."""
+    p2p_base_latency_us: float = 3.0
+    """Fixed cost of one send/recv or all_to_all, microseconds; uncalibrated."""
+
+    def __post_init__(self) -> None:
+        for name in ("nvlink_efficiency", "nic_efficiency", "tree_efficiency"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"{name}={value} must be in (0, 1]")
+        for name in ("ring_base_latency_us", "tree_base_latency_us", "p2p_base_latency_us"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 0")
+
+
+DEFAULT_PARAMS = CollectiveModelParams()
+"""Datasheet-only parameters, used when no calibration is given."""
+
+
+def bus_bandwidth_factor(op: CollectiveOp | str, n: int) -> float:
+    """busbw / algbw for an n-rank group, from nccl-tests' PERFORMANCE.md.
+
+    all_reduce: 2(n-1)/n; all_gather, reduce_scatter, all_to_all: (n-1)/n; broadcast, reduce,
+    send/recv: 1.
+    """
+    op = canonical_op(op) if isinstance(op, str) else op
+    if op in (CollectiveOp.ALL_REDUCE, CollectiveOp.BARRIER):
+        return 2 * (n - 1) / n
+    if op in (CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL):
+        return (n - 1) / n
+    return 1.0
+
+
+def bus_bandwidth_bytes_per_s(op: CollectiveOp | str, message_bytes: int, n: int, duration_us: float) -> float:
+    """nccl-tests' busbw: (message_bytes / duration) * bus_bandwidth_factor(op, n), bytes per second."""
+    return message_bytes / (duration_us * 1e-6) * bus_bandwidth_factor(op, n)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GroupLinks:
+    """What a group of ranks sees of the cluster: its bottleneck bandwidth and per-hop latency."""
+
+    n: int
+    """Ranks in the group."""
+    domains: int
+    """NVLink domains the group spans."""
+    ranks_per_domain: int
+    """Largest number of the group's ranks inside one NVLink domain."""
+    ring_bandwidth_bytes_per_s: float
+    """Bus bandwidth of a ring over the group, bytes per second (per direction)."""
+    nvlink_bandwidth_bytes_per_s: float
+    """Effective NVLink bandwidth per GPU, bytes per second."""
+    nic_bandwidth_bytes_per_s: float
+    """Effective bandwidth of one NIC, bytes per second."""
+    nics_used: int
+    """NICs per domain that the group's rings use: min(ranks_per_domain, NICs in the domain)."""
+    step_latency_us: float
+    """Latency of one ring step: the NVLink hop inside a domain, the NIC hop across domains."""
+
+
+def group_links(group_ranks: Sequence[int], cluster: ClusterSpec, params: CollectiveModelParams) -> GroupLinks:
+    """Summarize the links a group of global ranks uses on `cluster` (hierarchical bottleneck)."""
+    per_domain: dict[int, int] = {}
+    for rank in group_ranks:
+        domain = cluster.nvlink_domain_of(rank)
+        per_domain[domain] = per_domain.get(domain, 0) + 1
+    k = max(per_domain.values())
+    nvlink = cluster.nvlink_bandwidth_bytes_per_s * params.nvlink_efficiency
+    nic = cluster.nic_bandwidth_bytes_per_s * params.nic_efficiency
+    nics_per_domain = max(1, cluster.nics_per_node * cluster.nvlink_domain_size // cluster.gpus_per_node)
+    nics_used = min(k, nics_per_domain)
+    spans = len(per_domain) > 1
+    return GroupLinks(
+        n=len(group_ranks),
+        domains=len(per_domain),
+        ranks_per_domain=k,
+        ring_bandwidth_bytes_per_s=min(nvlink, nics_used * nic) if spans else nvlink,
+        nvlink_bandwidth_bytes_per_s=nvlink,
+        nic_bandwidth_bytes_per_s=nic,
+        nics_used=nics_used,
+        step_latency_us=cluster.nic_latency_us if spans else cluster.nvlink_latency_us,
+    )
+
+
+def ring_duration_us(op: CollectiveOp, message_bytes: int, links: GroupLinks, params: CollectiveModelParams) -> float:
+    """Ring algorithm time, microseconds.
+
+    t = base + steps * step_latency + factor * S / B, with factor = busbw/algbw (PERFORMANCE.md),
+    steps = 2(n-1) for all_reduce, n-1 for all_gather, reduce_scatter, broadcast and reduce (a
+    pipelined chain), B = the ring's bus bandwidth.
+    """
+    n = links.n
+    steps = 2 * (n - 1) if op in (CollectiveOp.ALL_REDUCE, CollectiveOp.BARRIER) else n - 1
+    data_us = bus_bandwidth_factor(op, n) * message_bytes / links.ring_bandwidth_bytes_per_s * 1e6
+    return params.ring_base_latency_us + steps * links.step_latency_us + data_us
+
+
+def tree_all_reduce_duration_us(
+    message_bytes: int, links: GroupLinks, cluster: ClusterSpec, params: CollectiveModelParams
+) -> float:
+    """NCCL double-binary-tree all_reduce time, microseconds.
+
+    t = base + 2 * ((k-1) * nvlink_latency + ceil(log2 d) * nic_latency) + 2 * S / (B * tree_eff):
+    a reduce up an intra-domain chain of k ranks and a binary tree over d domains, then a broadcast
+    down; NCCL's tuning model gives tree all_reduce algbw = busbw / 2 (src/graph/tuning.cc).
+    """
+    depth_latency_us = (links.ranks_per_domain - 1) * cluster.nvlink_latency_us + math.ceil(
+        math.log2(links.domains)
+    ) * cluster.nic_latency_us
+    data_us = 2 * message_bytes / (links.ring_bandwidth_bytes_per_s * params.tree_efficiency) * 1e6
+    return params.tree_base_latency_us + 2 * depth_latency_us + data_us
+
+
+def all_to_all_duration_us(message_bytes: int, links: GroupLinks, params: CollectiveModelParams) -> float:
+    """all_to_all time, microseconds: every rank posts n-1 sends of S/n at once.
+
+    t = base + step_latency + max((k-1)/n * S / B_nvlink, (n-k)/n * S / (nics_used * B_nic / k)):
+    the k ranks of a domain share its NICs for the (n-k)/n of their data that leaves the domain.
+    """
+    n, k = links.n, links.ranks_per_domain
+    intra_us = (k - 1) / n * message_bytes / links.nvlink_bandwidth_bytes_per_s * 1e6
+    inter_bw = links.nics_used * links.nic_bandwidth_bytes_per_s / k
+    inter_us = (n - k) / n * message_bytes / inter_bw * 1e6
+    return params.p2p_base_latency_us + links.step_latency_us + max(intra_us, inter_us)
+
+
+def p2p_duration_us(message_bytes: int, src: int, dst: int, cluster: ClusterSpec, params: CollectiveModelParams) -> float:
+    """send/recv time, microseconds: t = base + hop_latency + S / B over NVLink or one NIC."""
+    if cluster.nvlink_domain_of(src) == cluster.nvlink_domain_of(dst):
+        bandwidth, latency_us = cluster.nvlink_bandwidth_bytes_per_s * params.nvlink_efficiency, cluster.nvlink_latency_us
+    else:
+        bandwidth, latency_us = cluster.nic_bandwidth_bytes_per_s * params.nic_efficiency, cluster.nic_latency_us
+    return params.p2p_base_latency_us + latency_us + message_bytes / bandwidth * 1e6
+
+
+def collective_cost(
+    op: CollectiveOp | str,
+    message_bytes: int,
+    group_ranks: Sequence[int],
+    cluster: ClusterSpec,
+    params: CollectiveModelParams = DEFAULT_PARAMS,
+) -> tuple[Algorithm, float]:
+    """The algorithm NCCL would pick and its time in microseconds.
+
+    all_reduce takes the faster of ring and tree (NCCL's tuner does the same; tree is only
+    considered when the group spans NVLink domains, as NCCL's tree is an inter-node algorithm).
+    send/recv take `group_ranks` = (src, dst). A group of one rank costs nothing.
+
+    Raises:
+        ValueError: unknown op, negative size, empty group or a rank outside the cluster.
+    """
+    op = canonical_op(op) if isinstance(op, str) else op
+    if message_bytes < 0:
+        raise ValueError(f"{op.value}: message_bytes={message_bytes} must be >= 0")
+    if not group_ranks:
+        raise ValueError(f"{op.value}: empty group")
+    if max(group_ranks) >= cluster.world_size:
+        raise ValueError(
+            f"{op.value}: rank {max(group_ranks)} is outside cluster {cluster.name!r} of "
+            f"world_size={cluster.world_size}"
+        )
+    if op in P2P_OPS:
+        if len(group_ranks) != 2:
+            raise ValueError(f"{op.value}: group_ranks={list(group_ranks)} must be (src, dst)")
+        return Algorithm.DIRECT, p2p_duration_us(message_bytes, group_ranks[0], group_ranks[1], cluster, params)
+    if len(group_ranks) == 1:
+        return Algorithm.RING, 0.0
+    links = group_links(group_ranks, cluster, params)
+    if op is CollectiveOp.ALL_TO_ALL:
+        return Algorithm.DIRECT, all_to_all_duration_us(message_bytes, links, params)
+    ring_us = ring_duration_us(op, message_bytes, links, params)
+    if op in (CollectiveOp.ALL_REDUCE, CollectiveOp.BARRIER) and links.domains > 1:
+        tree_us = tree_all_reduce_duration_us(message_bytes, links, cluster, params)
+        if tree_us < ring_us:
+            return Algorithm.TREE, tree_us
+    return Algorithm.RING, ring_us
+
+
+def collective_duration_us(
+    op: CollectiveOp | str,
+    message_bytes: int,
+    group_ranks: Sequence[int],
+    cluster: ClusterSpec,
+    params: CollectiveModelParams = DEFAULT_PARAMS,
+) -> float:
+    """Time of one NCCL call in microseconds; see `collective_cost` for the algorithm choice."""
+    return collective_cost(op, message_bytes, group_ranks, cluster, params)[1]

@@ -1,0 +1,49 @@
+"""`SimulationResult`: what one simulation predicts."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import pandas as pd
+
+from maya.simulator.breakdown import RankBreakdown
+
+
+@dataclass(frozen=True, kw_only=True, slots=True, eq=False)
+class SimulationResult:
+    """Iteration times, per-rank breakdowns, top ops/modules and per-rank timelines. Times in microseconds."""
+
+    world_size: int
+    """Ranks in the job, representatives and the members they stand for."""
+    iteration_times_us: tuple[float, ...]
+    """Per iteration, the slowest rank's time from the end of its previous iteration."""
+    rank_iteration_ends_us: dict[int, tuple[float, ...]]
+    """Representative rank -> when it finished each iteration."""
+    breakdown: dict[int, RankBreakdown]
+    """Representative rank -> where its time went."""
+    top_ops: pd.DataFrame
+    """GPU time per op over all ranks: columns op, kind, total_us, count, share; largest first."""
+    top_modules: pd.DataFrame
+    """GPU time per module path over all ranks: columns module, total_us, count, share; largest first."""
+    timelines: dict[int, pd.DataFrame]
+    """Representative rank -> one row per trace row: seq, kind, op, module, stream, host_start_us,
+    issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""
+    rank_to_representative: dict[int, int]
+    """Global rank -> the rank whose trace it shares."""
+    events_handled: int
+    """Heap events the engine handled (collective completions and host wake-ups)."""
+
+    def __post_init__(self) -> None:
+        if any(t < 0 for t in self.iteration_times_us):
+            raise ValueError(f"negative iteration time in {self.iteration_times_us}")
+
+    @property
+    def median_iteration_us(self) -> float:
+        """Median of `iteration_times_us`, microseconds."""
+        return statistics.median(self.iteration_times_us)
+
+    @property
+    def slowest_rank(self) -> int:
+        """The representative rank with the largest total time."""
+        return max(self.breakdown.values(), key=lambda b: b.total_us).rank

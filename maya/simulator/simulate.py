@@ -1,0 +1,152 @@
+"""`simulate`: run every (representative) rank's trace on a cluster and report the result."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from maya.estimator.collective import collective_duration_us
+from maya.hardware.cluster import ClusterSpec
+from maya.simulator.breakdown import rank_breakdown
+from maya.simulator.collective_matcher import CollectiveMatcher
+from maya.simulator.engine import Engine
+from maya.simulator.host_run import HostRun
+from maya.simulator.iterations import iteration_times_us, rank_iteration_ends_us
+from maya.simulator.params import SimulationParams
+from maya.simulator.rank_state import RankState
+from maya.simulator.rank_trace import COLLECTIVE, ITERATION_END, KIND_NAMES, MEMCPY, CommCall, RankTrace
+from maya.simulator.result import SimulationResult
+
+logger = logging.getLogger(__name__)
+
+
+class SimulationDeadlockError(RuntimeError):
+    """The simulation stopped with work left that nothing can unblock."""
+
+
+def simulate(
+    traces: Mapping[int, pa.Table | pd.DataFrame],
+    cluster: ClusterSpec,
+    *,
+    rank_to_representative: Mapping[int, int] | None = None,
+    params: SimulationParams | None = None,
+) -> SimulationResult:
+    """Simulate a training job on `cluster`.
+
+    Args:
+        traces: representative global rank -> its trace (trace columns plus `duration_us`, and
+            optionally `host_us`; see `RankTrace`).
+        cluster: where the job runs; rank r is on node r // gpus_per_node.
+        rank_to_representative: every global rank of the job -> the representative whose trace it
+            shares (rank classes). Default: each traced rank stands for itself only.
+        params: host, overlap and NCCL calibration.
+
+    Raises:
+        CollectiveMismatchError: collectives that can never match (names group, ranks, first call).
+        SimulationDeadlockError: ranks stuck for another reason (e.g. waiting on each other's syncs).
+        ValueError: inconsistent inputs (a representative without a trace, a job too large).
+    """
+    params = params or SimulationParams()
+    representative = dict(rank_to_representative) if rank_to_representative is not None else {r: r for r in traces}
+    _check_ranks(traces, representative, cluster)
+    members = Counter(representative.values())
+
+    durations: dict[tuple, float] = {}
+
+    def duration_us(call: CommCall) -> float:
+        key = (call.op, call.message_bytes, call.cost_ranks)
+        if key not in durations:
+            durations[key] = collective_duration_us(call.op, call.message_bytes, call.cost_ranks, cluster, params.collective)
+        return durations[key]
+
+    matcher = CollectiveMatcher(representative, duration_us)
+    states = {
+        rank: RankState(RankTrace(rank, traces[rank], params.host), matcher, params.overlap_slowdown)
+        for rank in sorted(traces)
+    }
+    engine = Engine()
+    engine.run([HostRun(time_us=0.0, state=state) for state in states.values()])
+    matcher.check_all_matched(states)
+    stuck = {rank: state.describe_blocked() for rank, state in states.items() if not state.finished}
+    if stuck:
+        raise SimulationDeadlockError("ranks never finished: " + "; ".join(f"rank {r}: {w}" for r, w in stuck.items()))
+    logger.debug("simulated %d ranks with %d heap events", len(states), engine.handled)
+    return _result(states, representative, members, engine.handled)
+
+
+def _check_ranks(traces: Mapping, representative: dict[int, int], cluster: ClusterSpec) -> None:
+    without_trace = sorted({rep for rep in representative.values() if rep not in traces})
+    if without_trace:
+        raise ValueError(f"representative rank(s) {without_trace[:10]} have no trace; traced: {sorted(traces)[:10]}")
+    not_self = [r for r in traces if representative.get(r) != r]
+    if not_self:
+        raise ValueError(f"traced rank(s) {not_self[:10]} must map to themselves in rank_to_representative")
+    world_size = len(representative)
+    if sorted(representative) != list(range(world_size)):
+        raise ValueError(f"rank_to_representative must cover ranks 0..{world_size - 1} exactly")
+    cluster.check_world_size(world_size)
+
+
+def _result(
+    states: dict[int, RankState], representative: dict[int, int], members: Counter, events_handled: int
+) -> SimulationResult:
+    timelines, breakdown, ends = {}, {}, {}
+    for rank, state in states.items():
+        tr = state.trace
+        kind = np.asarray(tr.kind)
+        issue, start, end = np.asarray(state.issue_us), np.asarray(state.start_us), np.asarray(state.end_us)
+        is_compute, is_comm = kind <= MEMCPY, kind == COLLECTIVE
+        final_us = state.final_time_us()
+        breakdown[rank] = rank_breakdown(
+            rank=rank, members=members[rank], total_us=final_us, is_compute=is_compute, is_comm=is_comm,
+            issue_us=issue, start_us=start, end_us=end,
+        )
+        ends[rank] = rank_iteration_ends_us(
+            is_gpu=is_compute | is_comm, is_iteration_end=kind == ITERATION_END, end_us=end,
+            host_end_us=end, final_us=final_us,
+        )
+        kinds = pd.Categorical.from_codes(kind, categories=[KIND_NAMES[c] for c in range(len(KIND_NAMES))])
+        timelines[rank] = pd.DataFrame({
+            "seq": tr.seq, "kind": kinds, "op": tr.op, "module": tr.module, "stream": tr.stream,
+            "host_start_us": issue - np.asarray(tr.host_us), "issue_us": issue, "start_us": start, "end_us": end,
+        })
+    top_ops, top_modules = _top(timelines, members)
+    return SimulationResult(
+        world_size=len(representative),
+        iteration_times_us=iteration_times_us(ends),
+        rank_iteration_ends_us={r: tuple(float(x) for x in e) for r, e in ends.items()},
+        breakdown=breakdown,
+        top_ops=top_ops,
+        top_modules=top_modules,
+        timelines=timelines,
+        rank_to_representative=representative,
+        events_handled=events_handled,
+    )
+
+
+def _top(timelines: dict[int, pd.DataFrame], members: Counter) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """GPU time per op and per module, summed over every rank of the job (representatives weighted)."""
+    gpu_kinds = [KIND_NAMES[c] for c in range(COLLECTIVE + 1)]
+    parts = []
+    for rank, timeline in timelines.items():
+        gpu = timeline[timeline["kind"].isin(gpu_kinds)]
+        parts.append(pd.DataFrame({
+            "op": gpu["op"].to_numpy(), "kind": gpu["kind"].astype(str).to_numpy(),
+            "module": gpu["module"].replace("", "<top>").to_numpy(),
+            "total_us": (gpu["end_us"] - gpu["start_us"]).to_numpy() * members[rank],
+            "count": members[rank],
+        }))
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["op", "kind", "module", "total_us", "count"])
+    grand_total = rows["total_us"].sum() or 1.0
+
+    def aggregate(keys: list[str]) -> pd.DataFrame:
+        table = rows.groupby(keys, as_index=False, observed=True)[["total_us", "count"]].sum()
+        table["share"] = table["total_us"] / grand_total
+        return table.sort_values("total_us", ascending=False, ignore_index=True)
+
+    return aggregate(["op", "kind"]), aggregate(["module"])
