@@ -27,10 +27,9 @@ from maya.estimator.replay import TensorSpec, encode_arguments, resolve_op
 GIB = 1 << 30
 
 FAMILIES = (
-    "gemm", "conv", "sdpa", "norm", "softmax", "embedding", "batchnorm",
-    "elementwise", "reduction", "copy", "foreach", "index",
+    "gemm", "conv", "sdpa", "norm", "softmax", "embedding", "elementwise", "reduction", "copy", "foreach", "index",
 )  # fmt: skip
-"""Op families with a shape grid, in the order the profiler runs them."""
+"""Op families with a shape grid, in the order the profiler runs them (as `maya.estimator.families`)."""
 
 CUDA_ONLY_OPS = frozenset({
     "aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_cudnn_attention_backward",
@@ -381,13 +380,15 @@ def _norm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             if has_rms:
                 yield make_case("norm", "aten::_fused_rms_norm", [x, [c], w, 1e-6])
                 yield make_case("norm", "aten::_fused_rms_norm_backward", [x, x, [c], stat, w, [True, True]])
+    yield from _batchnorm(quick)
 
 
 # (C, H=W) of ResNet-50 batch-norm inputs at 224x224.
 BATCHNORM_SHAPES = ((64, 112), (64, 56), (256, 56), (128, 28), (512, 28), (256, 14), (1024, 14), (512, 7), (2048, 7))
 
 
-def _batchnorm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+def _batchnorm(quick: bool) -> Iterator[ProfileCase]:
+    """Batch norm forward and backward through each op PyTorch versions dispatch to (family "norm")."""
     shapes = [(4, 8)] if quick else BATCHNORM_SHAPES
     n = 2 if quick else 64
     for dtype in ("float32",) if quick else ("bfloat16", "float32"):
@@ -396,17 +397,15 @@ def _batchnorm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 x = _spec((n, c, hw, hw), dtype, _channels_last_strides(n, c, hw, hw) if channels_last else None)
                 p = _spec((c,), "float32")  # AMP keeps batch-norm parameters and statistics in fp32
                 reserve = _spec((0,), "uint8")
-                yield make_case("batchnorm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+                yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+                yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve])
+                yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
                 yield make_case(
-                    "batchnorm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve]
+                    "norm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3]
                 )
-                yield make_case("batchnorm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+                yield make_case("norm", "aten::_batch_norm_with_update", [x, p, p, p, p, 0.1, 1e-5])
                 yield make_case(
-                    "batchnorm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3]
-                )
-                yield make_case("batchnorm", "aten::_batch_norm_with_update", [x, p, p, p, p, 0.1, 1e-5])
-                yield make_case(
-                    "batchnorm", "aten::batch_norm_backward",
+                    "norm", "aten::batch_norm_backward",
                     [x, x, p, p, p, p, p, True, 1e-5, [True] * 3, reserve],
                 )  # fmt: skip
 
@@ -610,7 +609,6 @@ _GRIDS: dict[str, Callable[[bool, random.Random], Iterator[ProfileCase]]] = {
     "norm": _norm,
     "softmax": _softmax,
     "embedding": _embedding,
-    "batchnorm": _batchnorm,
     "elementwise": _elementwise,
     "reduction": _reduction,
     "copy": _copy,

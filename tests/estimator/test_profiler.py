@@ -1,0 +1,147 @@
+"""The GPU profiler, exercised on the CPU: quick grids, trace signatures, host overhead, CLI."""
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from maya.emulator.op_cost import op_cost
+from maya.estimator.host_overhead import measure_host_overhead
+from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, grid, make_case
+from maya.estimator.profiler import PROFILE_SCHEMA, main, read_trace_signatures, run_profile
+from maya.estimator.replay import TensorSpec
+from maya.trace import TRACE_SCHEMA, write_meta, write_rank_trace
+
+TRACE_COLUMNS = ["op", "input_shapes", "input_dtypes", "input_strides", "output_shapes", "output_dtypes",
+                 "output_strides", "attrs", "flops", "bytes"]  # fmt: skip
+MEASUREMENT_COLUMNS = ["family", "duration_us", "duration_us_p10", "duration_us_p90", "reps", "allow_tf32",
+                       "gpu_name", "torch_version", "cuda_version", "cudnn_version", "date", "host"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def quick_profile(tmp_path_factory):
+    out = tmp_path_factory.mktemp("profile")
+    run_profile(out, families=["gemm", "sdpa", "elementwise", "foreach"], device="cpu", quick=True)
+    return out
+
+
+def test_quick_profile_writes_documented_columns(quick_profile):
+    for family in ("gemm", "sdpa", "elementwise", "foreach"):
+        table = pq.read_table(quick_profile / f"{family}.parquet")
+        assert table.column_names == TRACE_COLUMNS + MEASUREMENT_COLUMNS
+        assert table.schema.equals(PROFILE_SCHEMA)
+        rows = table.to_pylist()
+        assert rows, family
+        for row in rows:
+            assert row["family"] == family
+            assert row["duration_us"] > 0
+            assert row["duration_us_p10"] <= row["duration_us"] <= row["duration_us_p90"]
+            assert row["reps"] == 3
+            assert row["gpu_name"].startswith("cpu")
+
+
+def test_gemm_rows_carry_op_cost_and_layouts(quick_profile):
+    rows = pq.read_table(quick_profile / "gemm.parquet").to_pylist()
+    addmm = next(r for r in rows if r["op"] == "aten::addmm")
+    # F.linear(x[64, 32], W[48, 32], b): bias, x, W.t() with strides (1, 32)
+    assert addmm["input_shapes"] == [[48], [64, 32], [32, 48]]
+    assert addmm["input_strides"] == [[1], [32, 1], [1, 32]]
+    assert addmm["output_shapes"] == [[64, 48]]
+    assert addmm["flops"] == 2 * 64 * 48 * 32 + 64 * 48
+    assert json.loads(addmm["attrs"]) == {"args": [{"$t": 0}, {"$t": 1}, {"$t": 2}], "kwargs": {}}
+    expected = op_cost(addmm["op"], addmm["input_shapes"], addmm["input_dtypes"], addmm["output_shapes"],
+                       addmm["output_dtypes"], json.loads(addmm["attrs"]))  # fmt: skip
+    assert (addmm["flops"], addmm["bytes"]) == expected
+
+
+def test_cuda_only_ops_skipped_on_cpu(quick_profile):
+    ops = set(pq.read_table(quick_profile / "sdpa.parquet").column("op").to_pylist())
+    assert ops == {
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+    }
+    assert not ops & CUDA_ONLY_OPS
+
+
+def test_every_family_has_a_quick_grid_and_a_full_grid_within_budget():
+    total = 0
+    for family in FAMILIES:
+        assert grid(family, quick=True), family
+        total += len(grid(family))
+    assert 3000 <= total <= 7000  # about 5 minutes on an H200
+
+
+def test_make_case_drops_defaulted_arguments_like_the_dispatcher():
+    q = TensorSpec(shape=(1, 2, 8, 4), dtype="bfloat16")
+    case = make_case("sdpa", "aten::_scaled_dot_product_flash_attention", [q, q, q, 0.0, False, False], {"scale": None})
+    assert case.attrs == {"args": [{"$t": 0}, {"$t": 1}, {"$t": 2}], "kwargs": {}}
+    causal = make_case("sdpa", "aten::_scaled_dot_product_flash_attention", [q, q, q, 0.0, True, False])
+    assert causal.attrs["args"][3:] == [0.0, True]
+
+
+def _trace_row(seq, kind, op, shapes=(), dtypes=(), attrs=None):
+    return {
+        "seq": seq, "iteration": 0, "kind": kind, "op": op, "phase": "forward", "module": "", "stream": 0,
+        "event_id": -1, "input_shapes": [list(s) for s in shapes], "input_dtypes": list(dtypes),
+        "input_strides": [], "output_shapes": [], "output_dtypes": [], "output_strides": [],
+        "attrs": json.dumps(attrs) if attrs is not None else None, "flops": 1.0, "bytes": 1,
+        "allocated_bytes": 0, "reserved_bytes": 0,
+    }  # fmt: skip
+
+
+def test_trace_mode_times_distinct_kernels_and_skips_failures(tmp_path, caplog):
+    mm = dict(shapes=[[16, 8], [8, 4]], dtypes=["float32"] * 2, attrs={"args": [{"$t": 0}, {"$t": 1}], "kwargs": {}})
+    rows = [
+        _trace_row(0, "kernel", "aten::mm", **mm),
+        _trace_row(1, "kernel", "aten::mm", **mm),  # duplicate signature
+        _trace_row(2, "sync", "cuda:synchronize"),
+        _trace_row(3, "kernel", "aten::definitely_not_an_op", [[4]], ["float32"], {"args": [{"$t": 0}]}),
+    ]
+    trace_dir = tmp_path / "trace"
+    write_rank_trace(trace_dir, 0, pa.Table.from_pylist(rows, schema=TRACE_SCHEMA))
+    write_meta(trace_dir, {"world_size": 1})
+    assert len(read_trace_signatures(trace_dir)) == 2
+
+    out = run_profile(tmp_path / "out", device="cpu", quick=True, trace_dir=trace_dir)
+    exact = pq.read_table(out / "exact.parquet").to_pylist()
+    assert [r["op"] for r in exact] == ["aten::mm"]
+    assert exact[0]["family"] == "exact"
+    assert exact[0]["input_shapes"] == [[16, 8], [8, 4]]
+    assert exact[0]["output_shapes"] == [[16, 4]]
+    assert exact[0]["duration_us"] > 0
+    assert "definitely_not_an_op" in caplog.text
+    assert not (out / "gemm.parquet").exists()  # a trace run does not run the grids
+
+
+def test_unknown_family_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown families"):
+        run_profile(tmp_path, families=["nope"], device="cpu", quick=True)
+
+
+def test_host_overhead_on_cpu():
+    result = measure_host_overhead("cpu", iterations=200)
+    per_op = result["per_op_us"]
+    for key in ("aten_op_us", "functional_linear_us", "module_forward_op_us", "autograd_backward_op_us",
+                "optimizer_foreach_per_tensor_us"):  # fmt: skip
+        assert key in per_op
+    assert 0 < per_op["aten_op_us"] < 1000
+    assert result["kernel_ops"]["module_forward_op_us"] == 16  # 8 x (addmm, relu)
+    assert "method" in result
+
+
+def test_cli_quick_run_writes_host_overhead(tmp_path):
+    assert main(["--out", str(tmp_path), "--families", "copy,host", "--quick", "--device", "cpu"]) == 0
+    assert (tmp_path / "copy.parquet").exists()
+    overhead = json.loads((tmp_path / "host_overhead.json").read_text())
+    assert overhead["per_op_us"]["aten_op_us"] > 0
+
+
+def test_help_and_import_without_ray_catboost_yaml():
+    blocked = "import sys; [sys.modules.__setitem__(m, None) for m in ('ray', 'catboost', 'yaml', 'tqdm')]; "
+    code = blocked + "from maya.estimator.profiler import main; main(['--help'])"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--families" in result.stdout and "--trace" in result.stdout
