@@ -169,14 +169,16 @@ def _set_memory_fraction(fraction: float, device: object = None) -> None:
     s.allocator.capacity_bytes = int(s.config.gpu.total_memory_bytes * fraction)
 
 
-def _unsupported(name: str):
-    def fail(*args: object, **kwargs: object):
+def _unsupported(name: str) -> type:
+    """A stand-in that raises when called or instantiated, yet still works in type annotations."""
+
+    def fail(cls, *args: object, **kwargs: object):
         raise UnsupportedCudaCall(
             f"torch.cuda.{name} cannot be emulated by Maya (no CUDA graphs, raw allocator access or IPC "
             "on the emulated GPU); run this part of the script only when torch.cuda is real"
         )
 
-    return fail
+    return type(name, (), {"__new__": fail, "__doc__": f"torch.cuda.{name} (not emulated)"})
 
 
 def _rng_state(device: object = None) -> torch.Tensor:
