@@ -61,6 +61,9 @@ SLEEP_BEFORE_CYCLES = 1_000_000
 PROGRESS_EVERY = 200
 """Log a progress line every this many signatures."""
 
+EMPTY_CACHE_ABOVE_BYTES = 32 << 30
+"""Return cached allocator blocks to the driver when more than this is reserved (large grids fragment)."""
+
 HOST_FAMILY = "host"
 """Pseudo-family: the host launch-overhead calibration, written to host_overhead.json."""
 
@@ -92,6 +95,10 @@ PROFILE_SCHEMA = pa.schema(
     ]
 )
 """One row per timed signature: the trace-row signature columns plus the measurement."""
+
+
+class DeviceLostError(RuntimeError):
+    """The CUDA context is unusable (illegal address, device-side assert): the run must stop."""
 
 
 class _Timer:
@@ -182,19 +189,31 @@ def run_profile(
 
     for family in families:
         if family == HOST_FAMILY:
-            overhead = measure_host_overhead(device)
+            try:
+                overhead = measure_host_overhead(device)
+            except Exception:  # noqa: BLE001 - the calibration must not lose the op timings
+                logger.exception("host overhead calibration failed")
+                continue
             (out_dir / "host_overhead.json").write_text(json.dumps({**overhead, **env}, indent=2))
             continue
         cases = grid(family, quick=quick, seed=seed)
-        rows, errors = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
+        rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
         _write_rows(rows, out_dir / f"{family}.parquet")
+        if lost:
+            break
+    else:
+        lost = False
 
-    if trace_dir is not None:
+    if trace_dir is not None and not lost:
         cases = read_trace_signatures(trace_dir)
-        rows, errors = _profile_cases("exact", cases, timer, env, quick=quick, seed=seed, from_trace=True)
+        rows, errors, lost = _profile_cases("exact", cases, timer, env, quick=quick, seed=seed, from_trace=True)
         errors_by_family["exact"] = errors
         _write_rows(rows, out_dir / "exact.parquet")
+
+    if lost:
+        logger.error("the CUDA context was lost; families after the failing one were not profiled "
+                     "(rows timed so far are written)")  # fmt: skip
 
     logger.info("profile finished in %.1f s; failed signatures per family: %s",
                 time.perf_counter() - run_start, errors_by_family)  # fmt: skip
@@ -244,8 +263,8 @@ def _profile_cases(
     quick: bool,
     seed: int,
     from_trace: bool,
-) -> tuple[list[dict[str, Any]], int]:
-    """Time every case; returns (rows, number of failed signatures)."""
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """Time every case; returns (rows, number of failed signatures, whether the device was lost)."""
     rows: list[dict[str, Any]] = []
     errors = skipped = 0
     start = time.perf_counter()
@@ -263,12 +282,18 @@ def _profile_cases(
             errors += 1
             logger.warning("family %s: %s %s failed: %s: %s", family, case.op,
                            list(case.input_shapes), type(exc).__name__, str(exc).splitlines()[0][:300])  # fmt: skip
-            _recover(timer)
+            try:
+                _recover(timer)
+            except DeviceLostError as lost:
+                logger.error("family %s: stopping after %d/%d signatures: %s", family, i, len(cases), lost)
+                return rows, errors, True
+        if timer.is_cuda and torch.cuda.memory_reserved(timer.device) > EMPTY_CACHE_ABOVE_BYTES:
+            torch.cuda.empty_cache()
     if skipped:
         logger.info("family %s: skipped %d CUDA-only signatures on %s", family, skipped, timer.device)
     logger.info("family %s: %d timed, %d failed, %d skipped in %.1f s",
                 family, len(rows), errors, skipped, time.perf_counter() - start)  # fmt: skip
-    return rows, errors
+    return rows, errors, False
 
 
 def _profile_one(
@@ -351,7 +376,7 @@ def _recover(timer: _Timer) -> None:
         timer.synchronize()
         torch.cuda.empty_cache()
     except Exception as exc:  # an illegal address or device assert poisons the context for good
-        raise RuntimeError(f"the CUDA context is unusable after a failed signature: {exc}") from exc
+        raise DeviceLostError(f"the CUDA context is unusable after a failed signature: {exc}") from exc
 
 
 def _write_rows(rows: list[dict[str, Any]], path: Path) -> None:
