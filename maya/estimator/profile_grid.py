@@ -108,10 +108,7 @@ def grid(family: str, *, quick: bool = False, seed: int = 0) -> list[ProfileCase
     """
     if family not in _GRIDS:
         raise ValueError(f"unknown op family {family!r}; known: {', '.join(FAMILIES)}")
-    cases = []
-    for case in _GRIDS[family](quick, random.Random(seed)):
-        cases.append(case)
-    return cases
+    return list(_GRIDS[family](quick, random.Random(seed)))
 
 
 def _strip_defaults(op: str, args: list, kwargs: dict) -> tuple[list, dict]:
@@ -316,7 +313,8 @@ def _sdpa(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             yield from _sdpa_cases(backend, 1, 2, 2, 64, 16, True, "float32")
         return
     for dtype, configs in (
-        ("bfloat16", ((12, 64, 8192), (12, 64, 32768), (16, 64, 16384), (32, 128, 8192), (32, 128, 32768), (16, 128, 16384))),
+        ("bfloat16", ((12, 64, 8192), (12, 64, 32768), (16, 64, 16384),
+                      (32, 128, 8192), (32, 128, 32768), (16, 128, 16384))),
         ("float16", ((12, 64, 8192), (32, 128, 8192))),
     ):  # fmt: skip
         for heads, head_dim, tokens in configs:
@@ -523,7 +521,8 @@ def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             yield make_case("copy", "aten::copy_", [x, x])
             yield make_case("copy", "aten::clone", [x])
             if len(shape) == 2:  # x.t().contiguous(): a transposing copy
-                yield make_case("copy", "aten::clone", [_transposed(shape, dtype)], {"memory_format": torch.contiguous_format})
+                contiguous = {"memory_format": torch.contiguous_format}
+                yield make_case("copy", "aten::clone", [_transposed(shape, dtype)], contiguous)
 
 
 # ---------------------------------------------------------------------------------------------
