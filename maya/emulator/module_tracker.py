@@ -1,9 +1,10 @@
 """`ModuleTracker`: which module (`blocks.3.attn.q`) and phase each recorded op belongs to.
 
 Forward: global module forward pre/post hooks keep a stack of qualified names; names come from
-`named_modules()` of the outermost module the first time it runs. Backward: the recorder tags each
-forward output's `grad_fn.metadata` with the module path, and a backward op reads it back from the
-autograd node that is running it (`torch._C._current_autograd_node()`).
+`named_modules()` of the outermost module the first time it runs. Backward: autograd numbers each
+node it creates (its sequence number); the recorder maps the number of every forward op's node to
+the module path, and a backward op looks up the node that is running it
+(`torch._C._current_autograd_node()`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 
 from maya.emulator.events import Phase
 
-METADATA_KEY = "maya.module"
 
 
 class ModuleTracker:
@@ -25,6 +25,8 @@ class ModuleTracker:
         self.stack: list[str] = []
         self._names: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary()
         self._handles: list = []
+        self.node_modules: dict[int, str] = {}
+        """Autograd node sequence number -> module path of the forward op that created it."""
 
     def install(self) -> None:
         self._handles = [
@@ -59,7 +61,7 @@ class ModuleTracker:
             # Activation-checkpoint recomputation runs module forwards inside backward.
             if self.stack:
                 return Phase.BACKWARD, self.stack[-1]
-            return Phase.BACKWARD, node.metadata.get(METADATA_KEY, "")
+            return Phase.BACKWARD, self.node_modules.get(node._sequence_nr(), "")
         if self.stack:
             return Phase.FORWARD, self.stack[-1]
         # Outside any module: the loss computation is forward work; no_grad work is not.

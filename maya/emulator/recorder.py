@@ -23,10 +23,11 @@ from maya.emulator.allocator import EmulatedOutOfMemory
 from maya.emulator.attrs import encode_attrs, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
 from maya.emulator.events import EventKind, Phase
-from maya.emulator.module_tracker import METADATA_KEY, ModuleTracker
+from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.state import EmulationState
 
 aten = torch.ops.aten
+_get_sequence_nr = torch._C._autograd._get_sequence_nr
 
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::mv", "aten::addbmm", "aten::_scaled_mm"})
 """Ops that run through cuBLAS, whose first use on a stream allocates the cuBLAS workspace."""
@@ -78,13 +79,10 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.state = state
         self.tracker = tracker
-        self._pending: tuple[list[torch.Tensor], str] | None = None
         self._pinned: weakref.WeakSet = weakref.WeakSet()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self._pending is not None:
-            self._tag_pending()
         name = _op_name(func)
         if kwargs:
             device = kwargs.get("device")
@@ -137,8 +135,9 @@ class Recorder(TorchDispatchMode):
             outputs=tuple(map(tensor_meta, outputs)),
             attrs=encode_attrs(args, kwargs),
         )
-        if phase is Phase.FORWARD and outputs:
-            self._pending = (outputs, module)
+        if phase is Phase.FORWARD and torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+            # Autograd created this op's node just before dispatching here: remember its module.
+            self.tracker.node_modules[_get_sequence_nr() - 1] = module
         return out
 
     def _allocate(self, outputs: list[torch.Tensor], name: str) -> None:
@@ -238,11 +237,3 @@ class Recorder(TorchDispatchMode):
         _, module = self.tracker.current()
         where = module or "<top level>"
         return UnsupportedOperation(f"Maya cannot emulate {name} (module path: {where}): {reason}")
-
-    def _tag_pending(self) -> None:
-        outputs, module = self._pending
-        self._pending = None
-        for t in outputs:
-            node = t.grad_fn
-            if node is not None and METADATA_KEY not in node.metadata:
-                node.metadata[METADATA_KEY] = module

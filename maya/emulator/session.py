@@ -48,8 +48,8 @@ class EmulationSession:
             install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
             _patch_movement(patcher)
             _patch_compile(patcher)
-            self._hooks = _install_optimizer_hooks(state)
             self._tracker = ModuleTracker()
+            self._hooks = _install_optimizer_hooks(state, self._tracker)
             self._tracker.install()
             self._fake = EmulatorFakeMode(allow_non_fake_inputs=True)
             self._fake.__enter__()
@@ -88,7 +88,7 @@ def mark_iteration() -> None:
     state.end_iteration()
 
 
-def _install_optimizer_hooks(state: EmulationState) -> list:
+def _install_optimizer_hooks(state: EmulationState, tracker: ModuleTracker) -> list:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     def pre(optimizer, args, kwargs):
@@ -98,6 +98,7 @@ def _install_optimizer_hooks(state: EmulationState) -> list:
         state.in_optimizer -= 1
         if state.in_optimizer == 0:
             state.end_iteration()
+            tracker.node_modules.clear()  # the iteration's backward is over
 
     return [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
 

@@ -1,0 +1,142 @@
+"""End-to-end emulation of unmodified CUDA scripts, run in-process through `maya.emulate`."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+import maya
+from maya.trace import IncompleteTraceError, read_meta, read_rank_trace
+
+MiB = 1 << 20
+
+
+def _ops(summary, phase=None):
+    table = read_rank_trace(summary.trace_dir, 0).to_pandas()
+    table = table[table.kind == "kernel"]
+    return table if phase is None else table[table.phase == phase]
+
+
+def test_bf16_gpt_records_fused_attention_foreach_optimizer_and_modules(scripts, tmp_path):
+    s = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "3"], trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    assert [it.index for it in s.iterations] == [0, 1, 2]
+    ops = _ops(s)
+    assert (ops.op == "aten::_scaled_dot_product_cudnn_attention").sum() == 2 * 3  # layers * steps
+    assert (ops.op == "aten::_scaled_dot_product_cudnn_attention_backward").sum() == 2 * 3
+    opt = ops[ops.phase == "optimizer"]
+    assert opt.op.str.startswith("aten::_foreach_").any()
+    assert "blocks.1.qkv" in set(ops[ops.phase == "forward"].module)
+    assert "blocks.1.qkv" in set(ops[ops.phase == "backward"].module)
+    # Autocast: the qkv projection runs in bf16 on fp32 weights cast once per step.
+    qkv = ops[(ops.module == "blocks.0.qkv") & (ops.op == "aten::addmm")]
+    assert len(qkv) == 3 and all(list(d) == ["bfloat16", "bfloat16", "bfloat16"] for d in qkv.input_dtypes)
+    # Cross-entropy under autocast runs in float32 (log_softmax of a float32 input).
+    assert all(list(d) == ["float32"] for d in ops[ops.op == "aten::_log_softmax"].input_dtypes)
+    meta = read_meta(s.trace_dir)
+    assert meta["gpu"] == "h200" and meta["emulated_ranks"] == [0]
+
+
+@pytest.mark.parametrize(
+    "args,attention",
+    [
+        (["--precision", "fp16"], "aten::_scaled_dot_product_cudnn_attention"),
+        (["--precision", "fp32", "--optimizer", "sgd"], "aten::_scaled_dot_product_efficient_attention"),
+    ],
+)
+def test_precisions(scripts, tmp_path, args, attention):
+    s = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "2", *args], trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    assert (_ops(s).op == attention).sum() == 4
+
+
+def test_grad_scaler_unscales_and_steps(scripts, tmp_path):
+    s = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "2", "--precision", "fp16"], trace_dir=tmp_path / "t")
+    ops = _ops(s).op
+    assert (ops == "aten::_amp_foreach_non_finite_check_and_unscale_").sum() == 2
+    assert (ops == "aten::_amp_update_scale_").sum() == 2
+    assert len(s.iterations) == 2  # the scaler did not skip optimizer.step()
+
+
+@pytest.mark.parametrize("mode", ["reentrant", "nonreentrant"])
+def test_activation_checkpointing_recomputes_forward_in_backward(scripts, tmp_path, mode):
+    plain = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1"], trace_dir=tmp_path / "a")
+    ckpt = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1", "--checkpoint", mode], trace_dir=tmp_path / "b")
+    assert ckpt.exit_code == 0, ckpt.error
+    bwd = _ops(ckpt, "backward")
+    assert (bwd.op == "aten::_scaled_dot_product_cudnn_attention").sum() == 2  # recomputed per layer
+    assert ckpt.peak_allocated_bytes < plain.peak_allocated_bytes or plain.peak_allocated_bytes < 64 * MiB
+
+
+def test_gradient_accumulation_doubles_forward_work(scripts, tmp_path):
+    one = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1"], trace_dir=tmp_path / "a")
+    two = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1", "--accum", "2"], trace_dir=tmp_path / "b")
+    attn = "aten::_scaled_dot_product_cudnn_attention"
+    assert (_ops(two).op == attn).sum() == 2 * (_ops(one).op == attn).sum()
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama", "bert"])
+def test_huggingface_models_from_config(scripts, tmp_path, model):
+    s = maya.emulate(scripts / "hf_models.py", ["--model", model], trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    assert len(s.iterations) == 2
+    assert (_ops(s).op.str.contains("attention")).any()
+
+
+def test_resnet_channels_last_amp_runs_convolutions_and_batchnorm(scripts, tmp_path):
+    s = maya.emulate(scripts / "resnet.py", ["--amp", "--channels-last"], trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    ops = _ops(s)
+    assert (ops.op == "aten::convolution").any() and (ops.op == "aten::convolution_backward").any()
+    assert ops.op.str.contains("batch_norm").any()
+
+
+def test_memory_figures_follow_the_caching_allocator(scripts, tmp_path, capsys):
+    s = maya.emulate(scripts / "memory_probe.py", trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("MEMORY"))
+    m = json.loads(line.removeprefix("MEMORY "))
+    assert m["after_alloc"] == [4096 + 3 * MiB, 2 * MiB + 20 * MiB]
+    assert m["after_free"] == [4096, 22 * MiB, 4096 + 3 * MiB]
+    assert m["after_empty"] == 2 * MiB  # the 20 MiB segment went back; the small one is in use
+    assert m["caught_oom"] is True
+    assert m["item"] == 0.0 and m["nonzero"] == [4, 1]
+    assert m["device"] == "cuda:0" and m["is_cuda"] is True
+    assert m["name"] == "NVIDIA H200" and m["cap"] == [9, 0]
+
+
+def test_uncaught_oom_is_reported_and_fails(scripts, tmp_path):
+    s = maya.emulate(scripts / "oom.py", trace_dir=tmp_path / "t")
+    assert s.oom is True and s.exit_code != 0
+    assert "OutOfMemoryError" in s.error
+    with pytest.raises(IncompleteTraceError):
+        read_meta(s.trace_dir)
+
+
+def test_failing_script_reports_its_own_traceback(scripts, tmp_path):
+    s = maya.emulate(scripts / "fails.py", trace_dir=tmp_path / "t")
+    assert s.exit_code == 1
+    assert "broken_helper" in s.error and "the user's own bug" in s.error
+    with pytest.raises(IncompleteTraceError):
+        read_meta(s.trace_dir)
+    assert pq.read_table(tmp_path / "t" / "rank=0" / "trace.parquet").num_rows >= 1
+
+
+def test_unsupported_cuda_call_is_named(scripts, tmp_path):
+    s = maya.emulate(scripts / "unsupported.py", trace_dir=tmp_path / "t")
+    assert s.exit_code == 1 and "torch.cuda.CUDAGraph cannot be emulated" in s.error
+
+
+def test_missing_script_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="training script not found"):
+        maya.emulate(tmp_path / "nope.py")
+
+
+def test_emulation_leaves_torch_cuda_as_it_was(scripts, tmp_path):
+    import torch
+
+    before = torch.cuda.is_available
+    maya.emulate(scripts / "memory_probe.py", trace_dir=tmp_path / "t")
+    assert torch.cuda.is_available is before
