@@ -3,7 +3,7 @@
 Trace Event Format (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU):
 one complete event ("ph": "X") per GPU op and per host launch or sync wait, ts/dur in microseconds,
 pid = rank, tid = CUDA stream id for GPU work and `HOST_TID` for the host thread; "M" metadata
-events name processes "rank <r>" and threads "host" / "stream <s>".
+events name processes "rank <r>" and threads "host" / "stream <s>" and sort the host first.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from maya.simulator.result import SimulationResult
 
-HOST_TID = -1
-"""Thread id of the host thread (stream ids are >= 0)."""
+HOST_TID = 1_000_000
+"""Thread id of the host thread: positive (some importers reject negative ids) and above any stream id."""
 
 _GPU_KINDS = frozenset({"kernel", "memcpy", "collective"})
 
@@ -27,11 +27,12 @@ def chrome_trace_events(result: SimulationResult, ranks: Iterable[int] | None = 
     wanted = sorted(result.timelines) if ranks is None else sorted(ranks)
     events: list[dict] = []
     for rank in wanted:
-        timeline = result.timelines[rank]
+        timeline = result.timelines[rank].to_pandas()
         members = result.breakdown[rank].members
         label = f"rank {rank}" + (f" (x{members} ranks)" if members > 1 else "")
         events.append({"name": "process_name", "ph": "M", "pid": rank, "args": {"name": label}})
         events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": HOST_TID, "args": {"name": "host"}})
+        events.append({"name": "thread_sort_index", "ph": "M", "pid": rank, "tid": HOST_TID, "args": {"sort_index": -1}})
         for stream in sorted(set(timeline["stream"].tolist())):
             events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": stream, "args": {"name": f"stream {stream}"}})
         columns = zip(

@@ -129,10 +129,10 @@ class RankState:
         return events
 
     def comm_started(self, row: int, start_us: float, end_us: float) -> None:
-        """The matcher started the call at `row`: record its interval as communication busy time."""
+        """The matcher started the call at `row`: record its interval (and, if it slows compute, its busy time)."""
         self.start_us[row] = start_us
         self.end_us[row] = end_us
-        if end_us > start_us:
+        if self.slowdown != 1.0 and end_us > start_us:
             add_busy_interval(self.busy_starts, self.busy_ends, start_us, end_us)
             self.busy_until = max(self.busy_until, end_us)
 
@@ -243,7 +243,7 @@ class RankState:
                 what = f"event {self.trace.event_id[head]} (row {head})"
             parts.append(f"stream {s} waits for {what}")
         if self.sync_row >= 0:
-            parts.append(f"host waits at {self.trace.op[self.sync_row]} (row {self.sync_row})")
+            parts.append(f"host waits at {self.trace.labels['op'][self.sync_row]} (row {self.sync_row})")
         if self.pos < self.trace.n and self.sync_row < 0:
             parts.append(f"host stopped at row {self.pos}")
         return "; ".join(parts) or "not blocked"

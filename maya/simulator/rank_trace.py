@@ -8,7 +8,7 @@ collective columns are required when the trace has collective rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -42,9 +42,8 @@ MatchKey = tuple
 """("coll", group_name, group_seq) or ("p2p", group_name, src, dst, n-th message src -> dst)."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CommCall:
-    """One collective or point-to-point row of a rank's trace."""
+class CommCall(NamedTuple):
+    """One collective or point-to-point row of a rank's trace (a NamedTuple: there are many)."""
 
     row: int
     """Row index in the rank's trace."""
@@ -72,7 +71,7 @@ class RankTrace:
     """Columns of one rank's trace as Python lists (fast to index one row at a time)."""
 
     __slots__ = (
-        "rank", "n", "kind", "stream", "event_id", "duration_us", "host_us", "op", "module", "seq",
+        "rank", "n", "kind", "stream", "event_id", "duration_us", "host_us", "labels", "device_sync",
         "comm", "batch", "wait_record", "sync_streams", "group_calls",
     )
 
@@ -100,13 +99,13 @@ class RankTrace:
         else:
             host_us = np.where(kind <= COLLECTIVE, host.launch_us, host.other_us)
         self.host_us: list[float] = host_us.tolist()
-        self.op = table.column("op").to_numpy(zero_copy_only=False)
-        self.module = (
-            table.column("module").to_numpy(zero_copy_only=False)
-            if "module" in table.column_names
-            else np.full(self.n, "", dtype=object)
-        )
-        self.seq = table.column("seq").to_numpy(zero_copy_only=False)
+        module = table.column("module") if "module" in table.column_names else pa.nulls(self.n, pa.string())
+        # Text columns stay in Arrow: only results and error messages read them.
+        self.labels = pa.table({
+            "seq": table.column("seq"), "op": table.column("op"), "module": pc.fill_null(module, ""),
+        })
+        device_sync = pc.fill_null(pc.is_in(table.column("op"), value_set=pa.array(sorted(DEVICE_SYNC_OPS))), False)
+        self.device_sync: list[bool] = device_sync.to_numpy(zero_copy_only=False).tolist()
         self._link_events()
         self._read_collectives(table)
 
@@ -115,7 +114,6 @@ class RankTrace:
         self.wait_record: dict[int, int] = {}
         self.sync_streams: dict[int, tuple[int, ...] | None] = {}
         latest: dict[int, int] = {}
-        op = self.op
         for i, k in enumerate(self.kind):
             if k == EVENT_RECORD:
                 latest[self.event_id[i]] = i
@@ -125,7 +123,7 @@ class RankTrace:
                 if self.event_id[i] >= 0:
                     self.wait_record[i] = latest.get(self.event_id[i], -1)
                 # None: every stream of the device.
-                self.sync_streams[i] = None if op[i] in DEVICE_SYNC_OPS else (self.stream[i],)
+                self.sync_streams[i] = None if self.device_sync[i] else (self.stream[i],)
 
     def _read_collectives(self, table: pa.Table) -> None:
         """Build a `CommCall` per collective row and group consecutive p2p rows into batches."""
@@ -138,19 +136,25 @@ class RankTrace:
         missing = [c for c in COLLECTIVE_COLUMNS if c not in table.column_names]
         if missing:
             raise ValueError(f"rank {self.rank}: trace has collective rows but lacks columns {missing}")
-        sub = table.take(pa.array(rows)).select(["op", *COLLECTIVE_COLUMNS]).to_pylist()
+        sub = table.select(["op", *COLLECTIVE_COLUMNS]).take(pa.array(rows))
+        columns = {c: sub.column(c).to_pylist() for c in ("op", *COLLECTIVE_COLUMNS)}
         own_seq: dict[str, int] = {}
         p2p_count: dict[tuple, int] = {}
-        for row, rec in zip(rows.tolist(), sub):
-            op = canonical_op(rec["op"])
-            group = rec["group_name"] or ""
-            group_ranks = tuple(rec["group_ranks"] or ())
-            group_seq = rec["group_seq"] if rec["group_seq"] is not None else own_seq.get(group, 0)
+        ops: dict[str, CollectiveOp] = {}
+        members: dict[tuple[int, ...], tuple[tuple[int, str], ...]] = {}
+        for row, op_name, group, ranks, group_seq, message_bytes, peer in zip(
+            rows.tolist(), columns["op"], columns["group_name"], columns["group_ranks"],
+            columns["group_seq"], columns["message_bytes"], columns["peer"],
+        ):
+            op = ops.get(op_name) or ops.setdefault(op_name, canonical_op(op_name))
+            group = group or ""
+            group_ranks = tuple(ranks or ())
+            if group_seq is None:
+                group_seq = own_seq.get(group, 0)
             own_seq[group] = group_seq + 1
             if op in P2P_OPS:
-                peer = rec["peer"]
                 if peer is None:
-                    raise ValueError(f"rank {self.rank}: {rec['op']} at row {row} has no peer")
+                    raise ValueError(f"rank {self.rank}: {op_name} at row {row} has no peer")
                 src, dst = (self.rank, peer) if op is CollectiveOp.SEND else (peer, self.rank)
                 nth = p2p_count.get((group, src, dst, op), 0)
                 p2p_count[(group, src, dst, op)] = nth + 1
@@ -159,17 +163,17 @@ class RankTrace:
                 role = op.value
                 cost_ranks = (src, dst)
             else:
-                if self.rank not in group_ranks:
-                    raise ValueError(f"rank {self.rank}: {rec['op']} on group {group!r} ranks {list(group_ranks)} excludes it")
+                participants = members.get(group_ranks)
+                if participants is None:
+                    if self.rank not in group_ranks:
+                        raise ValueError(f"rank {self.rank}: {op_name} on group {group!r} ranks {list(group_ranks)} excludes it")
+                    participants = members[group_ranks] = tuple((r, "") for r in group_ranks)
                 key = ("coll", group, group_seq)
-                participants = tuple((r, "") for r in group_ranks)
                 role = ""
                 cost_ranks = group_ranks
             self.group_calls.setdefault(group, []).append(row)
             self.comm[row] = CommCall(
-                row=row, op=op, message_bytes=int(rec["message_bytes"] or 0), group_name=group,
-                group_ranks=group_ranks, group_seq=group_seq, key=key, participants=participants,
-                role=role, cost_ranks=cost_ranks,
+                row, op, int(message_bytes or 0), group, group_ranks, group_seq, key, participants, role, cost_ranks
             )
         # Consecutive send/recv rows on one stream are one NCCL group (batch_isend_irecv): they are
         # posted together, so that two ranks exchanging in opposite orders do not deadlock.

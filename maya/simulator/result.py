@@ -6,6 +6,7 @@ import statistics
 from dataclasses import dataclass
 
 import pandas as pd
+import pyarrow as pa
 
 from maya.simulator.breakdown import RankBreakdown
 
@@ -26,7 +27,7 @@ class SimulationResult:
     """GPU time per op over all ranks: columns op, kind, total_us, count, share; largest first."""
     top_modules: pd.DataFrame
     """GPU time per module path over all ranks: columns module, total_us, count, share; largest first."""
-    timelines: dict[int, pd.DataFrame]
+    timelines: dict[int, pa.Table]
     """Representative rank -> one row per trace row: seq, kind, op, module, stream, host_start_us,
     issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""
     rank_to_representative: dict[int, int]
@@ -42,6 +43,10 @@ class SimulationResult:
     def median_iteration_us(self) -> float:
         """Median of `iteration_times_us`, microseconds."""
         return statistics.median(self.iteration_times_us)
+
+    def timeline(self, rank: int) -> pd.DataFrame:
+        """The timeline of `rank` (a representative, or any rank via its representative) as a DataFrame."""
+        return self.timelines[self.rank_to_representative[rank]].to_pandas()
 
     @property
     def slowest_rank(self) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from maya.estimator.collective import collective_duration_us
 from maya.hardware.cluster import ClusterSpec
@@ -96,9 +97,10 @@ def _result(
     states: dict[int, RankState], representative: dict[int, int], members: Counter, events_handled: int
 ) -> SimulationResult:
     timelines, breakdown, ends = {}, {}, {}
+    kind_names = pa.array([KIND_NAMES[c] for c in range(len(KIND_NAMES))])
     for rank, state in states.items():
         tr = state.trace
-        kind = np.asarray(tr.kind)
+        kind = np.asarray(tr.kind, dtype=np.int8)
         issue, start, end = np.asarray(state.issue_us), np.asarray(state.start_us), np.asarray(state.end_us)
         is_compute, is_comm = kind <= MEMCPY, kind == COLLECTIVE
         final_us = state.final_time_us()
@@ -110,10 +112,16 @@ def _result(
             is_gpu=is_compute | is_comm, is_iteration_end=kind == ITERATION_END, end_us=end,
             host_end_us=end, final_us=final_us,
         )
-        kinds = pd.Categorical.from_codes(kind, categories=[KIND_NAMES[c] for c in range(len(KIND_NAMES))])
-        timelines[rank] = pd.DataFrame({
-            "seq": tr.seq, "kind": kinds, "op": tr.op, "module": tr.module, "stream": tr.stream,
-            "host_start_us": issue - np.asarray(tr.host_us), "issue_us": issue, "start_us": start, "end_us": end,
+        timelines[rank] = pa.table({
+            "seq": tr.labels.column("seq"),
+            "kind": pa.DictionaryArray.from_arrays(pa.array(kind), kind_names),
+            "op": tr.labels.column("op"),
+            "module": tr.labels.column("module"),
+            "stream": pa.array(tr.stream, pa.int32()),
+            "host_start_us": issue - np.asarray(tr.host_us),
+            "issue_us": issue,
+            "start_us": start,
+            "end_us": end,
         })
     top_ops, top_modules = _top(timelines, members)
     return SimulationResult(
@@ -129,24 +137,27 @@ def _result(
     )
 
 
-def _top(timelines: dict[int, pd.DataFrame], members: Counter) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _top(timelines: dict[int, pa.Table], members: Counter) -> tuple[pd.DataFrame, pd.DataFrame]:
     """GPU time per op and per module, summed over every rank of the job (representatives weighted)."""
-    gpu_kinds = [KIND_NAMES[c] for c in range(COLLECTIVE + 1)]
     parts = []
     for rank, timeline in timelines.items():
-        gpu = timeline[timeline["kind"].isin(gpu_kinds)]
-        parts.append(pd.DataFrame({
-            "op": gpu["op"].to_numpy(), "kind": gpu["kind"].astype(str).to_numpy(),
-            "module": gpu["module"].replace("", "<top>").to_numpy(),
-            "total_us": (gpu["end_us"] - gpu["start_us"]).to_numpy() * members[rank],
-            "count": members[rank],
+        kind = timeline.column("kind").combine_chunks()
+        gpu = timeline.filter(pc.less_equal(kind.indices, COLLECTIVE))
+        weight = members[rank]
+        parts.append(pa.table({
+            "op": gpu.column("op"),
+            "kind": gpu.column("kind").cast(pa.string()),
+            "module": pc.if_else(pc.equal(gpu.column("module"), ""), "<top>", gpu.column("module")),
+            "total_us": pc.multiply(pc.subtract(gpu.column("end_us"), gpu.column("start_us")), float(weight)),
+            "count": pa.array(np.full(gpu.num_rows, weight, dtype=np.int64)),
         }))
-    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["op", "kind", "module", "total_us", "count"])
-    grand_total = rows["total_us"].sum() or 1.0
+    rows = pa.concat_tables(parts)
+    grand_total_us = pc.sum(rows.column("total_us")).as_py() or 1.0
 
     def aggregate(keys: list[str]) -> pd.DataFrame:
-        table = rows.groupby(keys, as_index=False, observed=True)[["total_us", "count"]].sum()
-        table["share"] = table["total_us"] / grand_total
-        return table.sort_values("total_us", ascending=False, ignore_index=True)
+        table = rows.group_by(keys).aggregate([("total_us", "sum"), ("count", "sum")]).to_pandas()
+        table = table.rename(columns={"total_us_sum": "total_us", "count_sum": "count"})
+        table["share"] = table["total_us"] / grand_total_us
+        return table[[*keys, "total_us", "count", "share"]].sort_values("total_us", ascending=False, ignore_index=True)
 
     return aggregate(["op", "kind"]), aggregate(["module"])

@@ -16,7 +16,7 @@ def test_export_is_valid_json_with_expected_events(trace, nvlink_cluster, tmp_pa
     path = export_chrome_trace(result, tmp_path / "out" / "trace.json")
     data = json.loads(path.read_text())
     events = data["traceEvents"]
-    names = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M"}
+    names = {(e["pid"], e["args"]["name"]) for e in events if e["name"] in ("process_name", "thread_name")}
     assert {(0, "rank 0"), (1, "rank 1"), (0, "host"), (0, "stream 0"), (0, "stream 1")} <= names
     complete = [e for e in events if e["ph"] == "X"]
     mm = [e for e in complete if e["name"] == "aten::mm" and e["tid"] == 0 and e["pid"] == 0]

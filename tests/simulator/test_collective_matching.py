@@ -18,7 +18,7 @@ def test_four_rank_ring_all_reduce_over_nvlink(trace, nvlink_cluster):
     assert expected_us == pytest.approx(3.4953, abs=1e-4)
     assert result.iteration_times_us == (pytest.approx(expected_us),)
     for r in group:
-        assert result.timelines[r]["end_us"].iloc[0] == pytest.approx(expected_us)
+        assert result.timeline(r)["end_us"].iloc[0] == pytest.approx(expected_us)
 
 
 def test_collective_waits_for_the_last_rank(trace, nvlink_cluster):
@@ -30,7 +30,7 @@ def test_collective_waits_for_the_last_rank(trace, nvlink_cluster):
     params = SimulationParams(collective=CollectiveModelParams(ring_base_latency_us=2.0))
     result = simulate(traces, nvlink_cluster, params=params)
     # 0 bytes, zero link latency: the all_reduce costs its 2 us base and starts at 40 on both ranks.
-    assert result.timelines[0]["start_us"].tolist() == [40.0, 42.0]
+    assert result.timeline(0)["start_us"].tolist() == [40.0, 42.0]
     assert result.breakdown[0].idle_us == pytest.approx(40.0)
     assert result.iteration_times_us == (47.0,)
 
@@ -42,7 +42,7 @@ def test_host_sync_behind_a_pending_collective(trace, nvlink_cluster):
         1: trace(host_us=30.0).collective("all_reduce", 0, group).table(),  # issued at 30
     }
     result = simulate(traces, nvlink_cluster, params=SimulationParams(collective=NO_BASE))
-    timeline = result.timelines[0]
+    timeline = result.timeline(0)
     assert timeline["end_us"].iloc[1] == 30.0  # the host leaves the sync when the all_reduce ends
     assert timeline["start_us"].iloc[2] == 30.0
 
@@ -55,7 +55,7 @@ def test_event_recorded_behind_pending_collective_blocks_other_stream(trace, nvl
         1: trace().kernel(25.0).collective("all_reduce", 0, group).table(),
     }
     result = simulate(traces, nvlink_cluster, params=SimulationParams(collective=NO_BASE))
-    assert result.timelines[0]["start_us"].iloc[3] == 25.0
+    assert result.timeline(0)["start_us"].iloc[3] == 25.0
     assert result.iteration_times_us == (35.0,)
 
 
@@ -123,7 +123,7 @@ def test_send_recv_pair_over_nvlink(trace, nvlink_cluster):
     traces = {0: trace().kernel(10.0).send(1, MIB).table(), 1: trace().recv(0, MIB).kernel(1.0).table()}
     result = simulate(traces, nvlink_cluster, params=SimulationParams(collective=NO_BASE))
     transfer_us = MIB / 450e9 * 1e6
-    assert result.timelines[1]["start_us"].iloc[1] == pytest.approx(10.0 + transfer_us)
+    assert result.timeline(1)["start_us"].iloc[1] == pytest.approx(10.0 + transfer_us)
 
 
 def test_collective_outside_world_raises(trace, nvlink_cluster):

@@ -48,7 +48,7 @@ def test_overlap_slowdown_stretches_overlapped_compute(trace, nvlink_cluster):
     result = simulate({0: _ddp_rank(trace)}, nvlink_cluster, rank_to_representative={0: 0, 1: 0}, params=params)
     # layer1 runs at half speed under bucket 1 [100, 250]: 75 us of work by 250, 25 more by 275.
     # Bucket 2 [275, 425]; the optimizer [425, 435] runs after it, at full speed.
-    timeline = result.timelines[0]
+    timeline = result.timeline(0)
     assert timeline["end_us"].iloc[4] == pytest.approx(275.0)
     assert result.iteration_times_us == (pytest.approx(435.0),)
 

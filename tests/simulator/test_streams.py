@@ -19,7 +19,7 @@ def test_two_streams_with_event_dependency(trace, nvlink_cluster):
         .table()
     )
     result = simulate({0: rank0}, nvlink_cluster)
-    timeline = result.timelines[0]
+    timeline = result.timeline(0)
     assert timeline["start_us"].tolist()[:5:2] == [1.0, 3.0, 11.0]
     assert timeline["end_us"].tolist()[:5:2] == [11.0, 8.0, 18.0]
     assert timeline["end_us"].iloc[1] == 11.0  # the event's completion
@@ -42,7 +42,7 @@ def test_wait_on_event_recorded_later_in_program_order_uses_latest_record(trace,
         .table()
     )
     result = simulate({0: rank0}, nvlink_cluster)
-    assert result.timelines[0]["start_us"].iloc[4] == 50.0
+    assert result.timeline(0)["start_us"].iloc[4] == 50.0
 
 
 def test_host_bound_tiny_kernels(trace, nvlink_cluster):
@@ -63,13 +63,13 @@ def test_host_model_constant_applies_without_host_us_column(trace, nvlink_cluste
     params = SimulationParams(host=HostModel(launch_us=4.0, other_us=2.0))
     result = simulate({0: table}, nvlink_cluster, params=params)
     # Launches at 4 and 8, kernels [4, 5] and [8, 9]; the sync is issued at 10 after its 2 us.
-    assert result.timelines[0]["end_us"].tolist()[:2] == [5.0, 9.0]
+    assert result.timeline(0)["end_us"].tolist()[:2] == [5.0, 9.0]
     assert result.iteration_times_us == (10.0,)
 
 
 def test_gpu_bound_stream_queues_kernels(trace, nvlink_cluster):
     result = simulate({0: trace(host_us=1.0).kernel(100.0).kernel(100.0).kernel(100.0).table()}, nvlink_cluster)
-    assert result.timelines[0]["start_us"].tolist() == [1.0, 101.0, 201.0]
+    assert result.timeline(0)["start_us"].tolist() == [1.0, 101.0, 201.0]
     assert result.iteration_times_us == (301.0,)
 
 
@@ -94,7 +94,21 @@ def test_stream_synchronize_waits_only_for_its_stream(trace, nvlink_cluster):
         .kernel(1.0, stream=0)        # issued at 10: [10, 11]
         .table()
     )
-    timeline = simulate({0: rank0}, nvlink_cluster).timelines[0]
+    timeline = simulate({0: rank0}, nvlink_cluster).timeline(0)
     assert timeline["end_us"].iloc[2] == 10.0
     assert timeline["start_us"].iloc[3] == 10.0
-    assert math.isnan(timeline["issue_us"].iloc[0]) is False
+    assert not math.isnan(timeline["issue_us"].iloc[0])
+
+
+def test_pandas_input_and_missing_columns(trace, nvlink_cluster):
+    frame = trace().kernel(3.0).table().to_pandas()
+    assert simulate({0: frame}, nvlink_cluster).iteration_times_us == (3.0,)
+    with pytest.raises(ValueError, match=r"rank 0: trace lacks columns \['duration_us'\]"):
+        simulate({0: frame.drop(columns=["duration_us"])}, nvlink_cluster)
+
+
+def test_rank_classes_must_cover_the_job(trace, nvlink_cluster):
+    with pytest.raises(ValueError, match=r"representative rank\(s\) \[3\] have no trace"):
+        simulate({0: trace().kernel(1.0).table()}, nvlink_cluster, rank_to_representative={0: 0, 1: 3})
+    with pytest.raises(ValueError, match=r"world_size=16 > nodes=1 \* gpus_per_node=8 = 8"):
+        simulate({0: trace().kernel(1.0).table()}, nvlink_cluster, rank_to_representative={r: 0 for r in range(16)})
