@@ -19,8 +19,9 @@ CUBLAS_WORKSPACE_BYTES_SM90 = 32 << 20
 Hopper in aten/src/ATen/cuda/CublasHandlePool.cpp); it comes from the caching allocator and stays."""
 CUBLAS_WORKSPACE_BYTES_OTHER = 4096 * 1024 * 2 + 16 * 1024 * 8
 """The same default for other architectures (`:4096:2:16:8`)."""
-CUDA_CONTEXT_BYTES = 512 << 20
-"""Device memory the CUDA context and driver take before the allocator can use any (not measured)."""
+CUDA_CONTEXT_BYTES = 552_402_944
+"""Device memory the CUDA context takes before the allocator can use any: total minus
+`torch.cuda.mem_get_info()` free at start on the project's H200 (maya/estimator/data/h200/env.json)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
