@@ -1,6 +1,9 @@
-"""A tiny nanoGPT-style training script, written for a CUDA GPU.
+"""A nanoGPT-style GPT training script, written for one CUDA GPU (GPT-2 small by default).
 
-    python tiny_gpt.py --steps 3 --precision bf16 [--checkpoint {none,reentrant,nonreentrant}]
+Runs for real on a GPU:            python examples/train_gpt.py --steps 10
+Runs on Maya's emulated H200:      maya emulate --json summary.json examples/train_gpt.py --steps 3
+Flags: --batch, --seq, --dim, --layers, --heads, --vocab, --precision {bf16,fp16,fp32},
+--checkpoint {none,reentrant,nonreentrant}, --accum (gradient accumulation), --optimizer {adamw,sgd}.
 """
 
 import argparse
@@ -13,11 +16,12 @@ from torch.utils.checkpoint import checkpoint
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=3)
-p.add_argument("--batch", type=int, default=4)
-p.add_argument("--seq", type=int, default=64)
-p.add_argument("--dim", type=int, default=64)
-p.add_argument("--layers", type=int, default=2)
-p.add_argument("--vocab", type=int, default=512)
+p.add_argument("--batch", type=int, default=8)
+p.add_argument("--seq", type=int, default=1024)
+p.add_argument("--dim", type=int, default=768)
+p.add_argument("--layers", type=int, default=12)
+p.add_argument("--heads", type=int, default=12)
+p.add_argument("--vocab", type=int, default=50304)
 p.add_argument("--precision", choices=["bf16", "fp16", "fp32"], default="bf16")
 p.add_argument("--checkpoint", choices=["none", "reentrant", "nonreentrant"], default="none")
 p.add_argument("--accum", type=int, default=1)
@@ -26,7 +30,7 @@ args = p.parse_args()
 
 
 class Block(nn.Module):
-    def __init__(self, d, heads=4):
+    def __init__(self, d, heads):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(d)
@@ -50,7 +54,7 @@ class GPT(nn.Module):
         super().__init__()
         self.wte = nn.Embedding(args.vocab, args.dim)
         self.wpe = nn.Embedding(args.seq, args.dim)
-        self.blocks = nn.ModuleList(Block(args.dim) for _ in range(args.layers))
+        self.blocks = nn.ModuleList(Block(args.dim, args.heads) for _ in range(args.layers))
         self.ln_f = nn.LayerNorm(args.dim)
         self.lm_head = nn.Linear(args.dim, args.vocab, bias=False)
         self.lm_head.weight = self.wte.weight

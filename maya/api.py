@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -61,7 +62,9 @@ def emulate(
     table = rows_to_table(state.rows)
     write_rank_trace(trace_dir, config.rank, table)
     iterations = _iterations(state, table)
+    extra: dict = {}
     if outcome.exit_code == 0:
+        iterations, extra = _with_times(iterations, table, spec.key, trace_dir)
         write_meta(
             trace_dir,
             {"world_size": world_size, "gpu": spec.key, "emulated_ranks": [config.rank], "script": str(script), "args": list(args)},
@@ -75,7 +78,24 @@ def emulate(
         trace_dir=str(trace_dir),
         exit_code=outcome.exit_code,
         error=outcome.error,
+        extra=extra,
     )
+
+
+def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: Path):
+    """Fill `time_ms` from the estimator and simulator; extras carry breakdown and sources."""
+    from maya.predict import predict
+
+    prediction = predict(table, gpu, trace_dir)
+    times = prediction.iteration_ms
+    timed = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
+    extra = {
+        "estimate_sources": prediction.source_shares,
+        "breakdown_ms": prediction.breakdown,
+        "top_ops": prediction.top_ops,
+        "timeline": prediction.timeline_path,
+    }
+    return timed, extra
 
 
 def _iterations(state, table) -> list[IterationSummary]:

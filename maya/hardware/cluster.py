@@ -127,6 +127,16 @@ def load_cluster(name_or_path: str | os.PathLike, nodes: int | None = None) -> C
     return cluster_from_dict(raw, default_name=path.stem)
 
 
+def cluster_for_gpu(gpu: str, world_size: int) -> ClusterSpec:
+    """The DGX-style preset for a GPU type, with enough nodes for `world_size` ranks."""
+    for name in available_clusters():
+        raw = yaml.safe_load((_CLUSTER_DIR / f"{name}.yaml").read_text())
+        if raw["gpu"] == gpu and name.startswith("dgx-"):
+            per_node = int(raw["gpus_per_node"])
+            return load_cluster(name, nodes=max(1, -(-world_size // per_node)))
+    raise ValueError(f"no cluster preset for GPU {gpu!r}; presets: {', '.join(available_clusters())}")
+
+
 _REQUIRED_KEYS = ("gpu", "gpus_per_node", "nics_per_node", "nic_bandwidth_Gbps")
 _OPTIONAL_KEYS = (
     "name", "nodes", "nvlink_domain_size", "nic_latency_us", "nvlink_latency_us",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -11,6 +12,8 @@ import maya
 from maya.trace import IncompleteTraceError, read_meta, read_rank_trace
 
 MiB = 1 << 20
+GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
+TINY = ["--batch", "4", "--seq", "64", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512"]
 
 
 def _ops(summary, phase=None):
@@ -20,7 +23,7 @@ def _ops(summary, phase=None):
 
 
 def test_bf16_gpt_records_fused_attention_foreach_optimizer_and_modules(scripts, tmp_path):
-    s = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "3"], trace_dir=tmp_path / "t")
+    s = maya.emulate(GPT, [*TINY, "--steps", "3"], trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
     assert [it.index for it in s.iterations] == [0, 1, 2]
     ops = _ops(s)
@@ -47,13 +50,13 @@ def test_bf16_gpt_records_fused_attention_foreach_optimizer_and_modules(scripts,
     ],
 )
 def test_precisions(scripts, tmp_path, args, attention):
-    s = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "2", *args], trace_dir=tmp_path / "t")
+    s = maya.emulate(GPT, [*TINY, "--steps", "2", *args], trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
     assert (_ops(s).op == attention).sum() == 4
 
 
 def test_grad_scaler_unscales_and_steps(scripts, tmp_path):
-    s = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "2", "--precision", "fp16"], trace_dir=tmp_path / "t")
+    s = maya.emulate(GPT, [*TINY, "--steps", "2", "--precision", "fp16"], trace_dir=tmp_path / "t")
     ops = _ops(s).op
     assert (ops == "aten::_amp_foreach_non_finite_check_and_unscale_").sum() == 2
     assert (ops == "aten::_amp_update_scale_").sum() == 2
@@ -62,8 +65,8 @@ def test_grad_scaler_unscales_and_steps(scripts, tmp_path):
 
 @pytest.mark.parametrize("mode", ["reentrant", "nonreentrant"])
 def test_activation_checkpointing_recomputes_forward_in_backward(scripts, tmp_path, mode):
-    plain = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1"], trace_dir=tmp_path / "a")
-    ckpt = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1", "--checkpoint", mode], trace_dir=tmp_path / "b")
+    plain = maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "a")
+    ckpt = maya.emulate(GPT, [*TINY, "--steps", "1", "--checkpoint", mode], trace_dir=tmp_path / "b")
     assert ckpt.exit_code == 0, ckpt.error
     bwd = _ops(ckpt, "backward")
     assert (bwd.op == "aten::_scaled_dot_product_cudnn_attention").sum() == 2  # recomputed per layer
@@ -71,8 +74,8 @@ def test_activation_checkpointing_recomputes_forward_in_backward(scripts, tmp_pa
 
 
 def test_gradient_accumulation_doubles_forward_work(scripts, tmp_path):
-    one = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1"], trace_dir=tmp_path / "a")
-    two = maya.emulate(scripts / "tiny_gpt.py", ["--steps", "1", "--accum", "2"], trace_dir=tmp_path / "b")
+    one = maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "a")
+    two = maya.emulate(GPT, [*TINY, "--steps", "1", "--accum", "2"], trace_dir=tmp_path / "b")
     attn = "aten::_scaled_dot_product_cudnn_attention"
     assert (_ops(two).op == attn).sum() == 2 * (_ops(one).op == attn).sum()
 
