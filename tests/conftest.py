@@ -9,6 +9,14 @@ import pytest
 SCRIPTS = Path(__file__).parent / "emulator" / "scripts"
 
 
+def pytest_configure(config):
+    # The autograd engine sizes its per-device worker queues at the first backward in the process,
+    # so Maya's proxy device must be registered before any test runs a backward pass.
+    from maya.emulator.backend import install_backend
+
+    install_backend()
+
+
 @pytest.fixture(scope="session")
 def ray_local():
     """A real local Ray cluster for the whole test session."""

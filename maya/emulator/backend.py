@@ -40,7 +40,11 @@ class _AlwaysAvailableHooks(torch._C._acc.PrivateUse1Hooks):
 
 
 def install_backend() -> None:
-    """Register the `maya` PrivateUse1 backend once per process (it cannot be unregistered)."""
+    """Register the `maya` PrivateUse1 backend once per process (it cannot be unregistered).
+
+    Call it before the process runs any autograd backward pass: PyTorch's autograd engine counts
+    devices once, at its first backward, and a device registered later has no worker queue.
+    """
     global _installed
     with _install_lock:
         if _installed:
@@ -55,6 +59,12 @@ def install_backend() -> None:
             )
         if current == "privateuseone":
             _setup_privateuseone_for_python_backend(rename=INTERNAL_TYPE, hook=_AlwaysAvailableHooks())
+        # Renaming makes PrivateUse1 the process's accelerator, which torch.utils.checkpoint would
+        # otherwise take as its default device type for CPU-only inputs; keep PyTorch's "cuda".
+        from torch.utils.checkpoint import DefaultDeviceType
+
+        if DefaultDeviceType._default_device_type is None:
+            DefaultDeviceType.set_device_type("cuda")
         _installed = True
 
 
