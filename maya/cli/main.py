@@ -9,7 +9,7 @@ import argparse
 import logging
 import sys
 
-from maya.cli import emulate_cmd
+from maya.cli import emulate_cmd, profile_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress and details")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     emulate_cmd.add_parser(sub)
+    profile_cmd.add_parsers(sub)
     return parser
 
 

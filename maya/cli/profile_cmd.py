@@ -1,0 +1,50 @@
+"""`maya profile` and `maya fit`: build the kernel-profile dataset on a GPU, and train models on it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    from maya.estimator.profiler import build_parser
+
+    p = sub.add_parser(
+        "profile",
+        parents=[build_parser()],
+        add_help=False,
+        help="time op signatures on a real GPU and write the Parquet profile dataset",
+        description="Run on a machine with an NVIDIA GPU: time aten op signatures (shape grids, or the "
+        "kernels of a trace with --trace) and write Parquet. Example: maya profile --out profiles/h200",
+    )
+    p.set_defaults(run=_run_profile)
+
+    f = sub.add_parser(
+        "fit",
+        help="train the per-family CatBoost models on a profile dataset",
+        description="Train one CatBoost model per op family; report held-out accuracy. "
+        "Example: maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models",
+    )
+    f.add_argument("--profiles", required=True, help="directory of <family>.parquet profiles")
+    f.add_argument("--out", required=True, help="directory for the models and fit_report.json")
+    f.add_argument("--gpu", default=None, help="catalog GPU of the profiles (default: read from the profiles)")
+    f.add_argument("--seed", type=int, default=0, help="seed of the held-out split and CatBoost; default 0")
+    f.set_defaults(run=_run_fit)
+
+
+def _run_profile(args: argparse.Namespace) -> int:
+    from maya.estimator.profiler import run_profile
+
+    print(run_profile(args.out, families=args.families, device=args.device, quick=args.quick,
+                      trace_dir=args.trace, seed=args.seed))
+    return 0
+
+
+def _run_fit(args: argparse.Namespace) -> int:
+    from maya.estimator.fit import fit_models
+
+    report = fit_models(args.profiles, args.out, seed=args.seed, gpu=args.gpu)
+    rows = {name: {"held-out time-weighted error": round(f.time_weighted_error, 4), "median APE": round(f.median_ape, 4)}
+            for name, f in report.families.items()}
+    print(json.dumps(rows, indent=2))
+    return 0
