@@ -1,0 +1,319 @@
+"""Score Maya's predictions against the H200 ground truth of the validation suite.
+
+Every workload of benchmarks/validation/suite.py runs under `maya.api.emulate` in its own
+subprocess (a crash, hang or leak in one cannot affect the others). The predicted step time is the
+median `time_ms` over the iterations of the timed steps (the first `--warmup` iterations are
+dropped, as are any beyond `warmup + steps`), the predicted peak memory the largest
+`peak_allocated_bytes` over those same iterations: the figures that measure_ground_truth.py
+records on the GPU (median of the timed steps; peak after the reset that follows warm-up).
+
+    python benchmarks/validate.py [--only NAME ...] [--out benchmarks/validation/results_h200.md] [--jobs N]
+
+Prints a markdown table and summary lines, and writes the same markdown (with a header naming the
+ground truth's environment and the command) to --out. Predictions are deterministic, so a rerun
+gives the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+VALIDATION_DIR = REPO_ROOT / "benchmarks" / "validation"
+GROUND_TRUTH = VALIDATION_DIR / "ground_truth_h200.json"
+DEFAULT_OUT = VALIDATION_DIR / "results_h200.md"
+DEFAULT_WARMUP = 4
+DEFAULT_STEPS = 12
+TIMEOUT_S = 600
+GIB = 1024**3
+
+sys.path.insert(0, str(VALIDATION_DIR))
+from suite import WORKLOADS, Workload  # noqa: E402
+
+# Runs in the child: emulate one script and write its summary as JSON.
+CHILD_CODE = """
+import json, sys
+from maya.api import emulate
+script, out, trace_dir, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+summary = emulate(script, args, gpu="h200", trace_dir=trace_dir)
+summary.write_json(out)
+"""
+
+
+# ---------------------------------------------------------------- pure functions
+
+
+def flag_value(argv: list[str] | tuple[str, ...], flag: str, default: int) -> int:
+    """The integer value of `flag` in argv (`--flag N` or `--flag=N`; the last one wins), else default."""
+    value = default
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            value = int(argv[i + 1])
+        elif arg.startswith(flag + "="):
+            value = int(arg.split("=", 1)[1])
+    return value
+
+
+def timed_iterations(iterations: list[dict], warmup: int, steps: int | None = None) -> list[dict]:
+    """The iterations of the timed steps: drop the first `warmup`, keep at most `steps` after them.
+
+    Iterations are matched by their `index` field (iteration k is the script's step k), so a trailing
+    partial iteration beyond warmup + steps is dropped too.
+    """
+    end = None if steps is None else warmup + steps
+    return [it for it in iterations if it["index"] >= warmup and (end is None or it["index"] < end)]
+
+
+def predicted_figures(iterations: list[dict], warmup: int, steps: int | None = None) -> tuple[float | None, int | None]:
+    """(median time_ms, max peak_allocated_bytes) over the timed iterations; None where there are none."""
+    timed = timed_iterations(iterations, warmup, steps)
+    times = [it["time_ms"] for it in timed if it.get("time_ms") is not None]
+    ms = statistics.median(times) if times else None
+    peak = max((it["peak_allocated_bytes"] for it in timed), default=None)
+    return ms, peak
+
+
+def signed_error(predicted: float | None, measured: float | None) -> float | None:
+    """(predicted - measured) / measured, or None when either is missing or measured is zero."""
+    if predicted is None or measured is None or measured == 0:
+        return None
+    return (predicted - measured) / measured
+
+
+@dataclass
+class Row:
+    """One workload's comparison."""
+
+    name: str
+    held_out: bool
+    measured_ms: float | None
+    predicted_ms: float | None
+    measured_bytes: int | None
+    predicted_bytes: int | None
+    status: str
+    wall_s: float | None = None
+
+    @property
+    def time_error(self) -> float | None:
+        return signed_error(self.predicted_ms, self.measured_ms)
+
+    @property
+    def memory_error(self) -> float | None:
+        return signed_error(self.predicted_bytes, self.measured_bytes)
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:+.1f}%"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def format_table(rows: list[Row]) -> str:
+    """The markdown table of all rows."""
+    lines = [
+        "| workload | held out | measured ms | predicted ms | time error % | measured GiB | predicted GiB "
+        "| memory error % | status |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r.name,
+                    "yes" if r.held_out else "no",
+                    _num(r.measured_ms, ".2f"),
+                    _num(r.predicted_ms, ".2f"),
+                    _pct(r.time_error),
+                    _num(None if r.measured_bytes is None else r.measured_bytes / GIB, ".2f"),
+                    _num(None if r.predicted_bytes is None else r.predicted_bytes / GIB, ".2f"),
+                    _pct(r.memory_error),
+                    _cell(r.status),
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def error_stats(errors: list[float | None]) -> tuple[float | None, float | None, int]:
+    """(median |error|, worst |error|, count) over the errors that exist."""
+    abs_errors = [abs(e) for e in errors if e is not None]
+    if not abs_errors:
+        return None, None, 0
+    return statistics.median(abs_errors), max(abs_errors), len(abs_errors)
+
+
+def summary_lines(rows: list[Row]) -> list[str]:
+    """Median and worst |error| of time and memory for the calibration, held-out and whole sets."""
+    lines = []
+    groups = [
+        ("calibration", [r for r in rows if not r.held_out]),
+        ("held-out", [r for r in rows if r.held_out]),
+        ("all", rows),
+    ]
+    for label, group in groups:
+        for what, errors in (("time", [r.time_error for r in group]), ("memory", [r.memory_error for r in group])):
+            med, worst, n = error_stats(errors)
+            worst_name = ""
+            if worst is not None:
+                worst_row = max(
+                    (r for r in group if (r.time_error if what == "time" else r.memory_error) is not None),
+                    key=lambda r: abs(r.time_error if what == "time" else r.memory_error),
+                )
+                worst_name = f" ({worst_row.name})"
+            med_s = "—" if med is None else f"{100 * med:.1f}%"
+            worst_s = "—" if worst is None else f"{100 * worst:.1f}%"
+            lines.append(
+                f"- {label} {what}: median |error| {med_s}, worst |error| {worst_s}{worst_name} "
+                f"over {n} of {len(group)} workloads"
+            )
+    return lines
+
+
+def first_line(text: str | None) -> str:
+    """The line that says what went wrong: a traceback's last line (the exception), else the only line."""
+    for line in (text or "").strip().splitlines()[::-1]:
+        if line.strip():
+            return line.strip()[:200]
+    return "unknown error"
+
+
+# ---------------------------------------------------------------- running
+
+
+def emulate_workload(workload: Workload, timeout_s: float = TIMEOUT_S) -> dict:
+    """Run one workload under Maya in a subprocess; its summary dict, or {"error": ...}."""
+    with tempfile.TemporaryDirectory(prefix=f"maya-validate-{workload.name}-") as tmp:
+        out = Path(tmp) / "summary.json"
+        trace_dir = Path(tmp) / "trace"
+        cmd = [
+            sys.executable, "-c", CHILD_CODE,
+            str(workload.script_path), str(out), str(trace_dir), json.dumps(list(workload.argv)),
+        ]
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout_s:.0f} s", "wall_s": time.monotonic() - start}
+        wall = time.monotonic() - start
+        if proc.returncode != 0 or not out.exists():
+            return {"error": first_line(proc.stderr) or f"exit code {proc.returncode}", "wall_s": wall}
+        summary = json.loads(out.read_text())
+        summary["wall_s"] = wall
+        return summary
+
+
+def compare(workload: Workload, summary: dict, truth: dict | None) -> Row:
+    """One row from the emulation summary and the ground-truth entry."""
+    warmup = flag_value(workload.argv, "--warmup", DEFAULT_WARMUP)
+    steps = flag_value(workload.argv, "--steps", DEFAULT_STEPS)
+    measured_ok = truth is not None and truth.get("ok")
+    row = Row(
+        name=workload.name,
+        held_out=workload.held_out,
+        measured_ms=truth.get("median_step_ms") if measured_ok else None,
+        predicted_ms=None,
+        measured_bytes=truth.get("max_memory_allocated") if measured_ok else None,
+        predicted_bytes=None,
+        status="ok",
+        wall_s=summary.get("wall_s"),
+    )
+    if "iterations" not in summary:
+        row.status = "FAILED: " + str(summary.get("error"))
+        return row
+    if summary.get("exit_code", 0) != 0 or summary.get("oom"):
+        row.status = ("OOM: " if summary.get("oom") else "FAILED: ") + first_line(summary.get("error"))
+        return row
+    row.predicted_ms, row.predicted_bytes = predicted_figures(summary["iterations"], warmup, steps)
+    if row.predicted_ms is None:
+        row.status = f"FAILED: no timed iterations ({len(summary['iterations'])} iterations, warmup {warmup})"
+    elif not measured_ok:
+        row.status = "no ground truth"
+    return row
+
+
+def header(env: dict, command: str) -> str:
+    return "\n".join(
+        [
+            "# Maya validation: predictions vs. H200 ground truth",
+            "",
+            f"- Ground truth: `benchmarks/validation/ground_truth_h200.json`, measured {env.get('date_utc')} "
+            f"on {env.get('gpu_count')}x {env.get('gpu_name')}, torch {env.get('torch_version')} "
+            f"(CUDA {env.get('torch_cuda_version')}, cuDNN {env.get('cudnn_version')}), "
+            f"driver {env.get('driver_version')}, transformers {env.get('transformers_version')}.",
+            "- Predicted step time: median `time_ms` over the timed iterations (the first `--warmup` "
+            "iterations dropped); predicted memory: max `peak_allocated_bytes` over the same iterations.",
+            "- Error = (predicted - measured) / measured. Held-out workloads were never looked at for calibration.",
+            f"- Reproduce: `{command}`",
+            "",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown file to write")
+    p.add_argument("--jobs", type=int, default=2, help="workloads emulated in parallel")
+    p.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per workload")
+    args = p.parse_args(argv)
+
+    gt = json.loads(GROUND_TRUTH.read_text())
+    truth = {w["name"]: w for w in gt["workloads"]}
+    workloads = list(WORKLOADS)
+    if args.only:
+        unknown = set(args.only) - {w.name for w in workloads}
+        if unknown:
+            p.error(f"unknown workloads: {', '.join(sorted(unknown))}")
+        workloads = [w for w in workloads if w.name in args.only]
+
+    summaries: dict[str, dict] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(emulate_workload, w, args.timeout): w for w in workloads}
+        for fut in concurrent.futures.as_completed(futures):
+            w = futures[fut]
+            try:
+                summaries[w.name] = fut.result()
+            except Exception as exc:  # noqa: BLE001 - one workload's failure must not stop the others
+                summaries[w.name] = {"error": f"{type(exc).__name__}: {exc}"}
+            s = summaries[w.name]
+            state = "ok" if "iterations" in s and not s.get("error") else f"failed: {first_line(s.get('error'))}"
+            print(f"[{len(summaries)}/{len(workloads)}] {w.name}: {s.get('wall_s', 0):.0f} s, {state}",
+                  file=sys.stderr, flush=True)
+
+    rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
+    body = format_table(rows) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
+    print(body)
+
+    command = "python benchmarks/validate.py" + "".join(
+        f" {a}" for a in ([] if argv is None and len(sys.argv) == 1 else [shlex.quote(x) for x in (argv or sys.argv[1:])])
+    )
+    walls = ", ".join(f"{r.name} {r.wall_s:.0f} s" for r in sorted(rows, key=lambda r: -(r.wall_s or 0))[:5] if r.wall_s)
+    print(f"slowest emulations (wall time, not written to --out so that reruns match): {walls}", file=sys.stderr)
+    text = header(gt.get("environment", {}), command) + "\n" + body
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

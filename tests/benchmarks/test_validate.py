@@ -1,0 +1,84 @@
+"""The pure functions of benchmarks/validate.py, on hand-computed numbers."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+VALIDATE_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "validate.py"
+_spec = importlib.util.spec_from_file_location("benchmarks_validate", VALIDATE_PATH)
+validate = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = validate  # dataclasses look their module up there
+_spec.loader.exec_module(validate)
+
+GIB = 1024**3
+
+
+def iteration(index, ms, peak):
+    return {"index": index, "time_ms": ms, "peak_allocated_bytes": peak}
+
+
+def test_signed_error():
+    assert validate.signed_error(110.0, 100.0) == pytest.approx(0.10)
+    assert validate.signed_error(75.0, 100.0) == pytest.approx(-0.25)
+    assert validate.signed_error(None, 100.0) is None
+    assert validate.signed_error(1.0, None) is None
+    assert validate.signed_error(1.0, 0) is None
+
+
+def test_flag_value():
+    assert validate.flag_value(["--model", "1b"], "--warmup", 4) == 4
+    assert validate.flag_value(["--warmup", "2", "--steps", "5"], "--warmup", 4) == 2
+    assert validate.flag_value(["--steps=7"], "--steps", 12) == 7
+
+
+def test_timed_iterations_drop_warmup_and_trailing():
+    its = [iteration(i, float(i), i) for i in range(7)]
+    timed = validate.timed_iterations(its, warmup=2, steps=4)
+    assert [it["index"] for it in timed] == [2, 3, 4, 5]  # 6 is beyond warmup + steps
+    assert [it["index"] for it in validate.timed_iterations(its, warmup=5)] == [5, 6]
+
+
+def test_predicted_figures():
+    # warm-up iterations 0 and 1 are slow and peak high; they must not count.
+    its = [iteration(0, 500.0, 90), iteration(1, 200.0, 80), iteration(2, 10.0, 30), iteration(3, 14.0, 50),
+           iteration(4, 11.0, 40), iteration(5, 13.0, 20), iteration(6, 99.0, 99)]
+    ms, peak = validate.predicted_figures(its, warmup=2, steps=4)
+    assert ms == pytest.approx(12.0)  # median of 10, 14, 11, 13
+    assert peak == 50
+    assert validate.predicted_figures(its[:2], warmup=2, steps=4) == (None, None)
+
+
+def test_error_stats():
+    med, worst, n = validate.error_stats([0.1, -0.3, None, 0.2])
+    assert (med, worst, n) == (pytest.approx(0.2), pytest.approx(0.3), 3)
+    assert validate.error_stats([None]) == (None, None, 0)
+
+
+def test_format_table_and_summary():
+    rows = [
+        validate.Row(name="a", held_out=False, measured_ms=100.0, predicted_ms=110.0,
+                     measured_bytes=2 * GIB, predicted_bytes=GIB, status="ok"),
+        validate.Row(name="b", held_out=True, measured_ms=40.0, predicted_ms=30.0,
+                     measured_bytes=4 * GIB, predicted_bytes=5 * GIB, status="ok"),
+        validate.Row(name="c", held_out=True, measured_ms=10.0, predicted_ms=None,
+                     measured_bytes=GIB, predicted_bytes=None, status="FAILED: Boom | x"),
+    ]
+    lines = validate.format_table(rows).splitlines()
+    assert lines[0].startswith("| workload | held out | measured ms | predicted ms | time error %")
+    assert lines[2] == "| a | no | 100.00 | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | ok |"
+    assert lines[3] == "| b | yes | 40.00 | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | ok |"
+    assert lines[4] == "| c | yes | 10.00 | — | — | 1.00 | — | — | FAILED: Boom \\| x |"
+
+    summary = validate.summary_lines(rows)
+    assert summary[0] == "- calibration time: median |error| 10.0%, worst |error| 10.0% (a) over 1 of 1 workloads"
+    assert summary[2] == "- held-out time: median |error| 25.0%, worst |error| 25.0% (b) over 1 of 2 workloads"
+    assert summary[4] == "- all time: median |error| 17.5%, worst |error| 25.0% (b) over 2 of 3 workloads"
+    assert summary[5] == "- all memory: median |error| 37.5%, worst |error| 50.0% (a) over 2 of 3 workloads"
+
+
+def test_first_line_names_the_exception():
+    tb = "Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: boom\n\n"
+    assert validate.first_line(tb) == "RuntimeError: boom"
+    assert validate.first_line(None) == "unknown error"
