@@ -79,7 +79,8 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.state = state
         self.tracker = tracker
-        self._pinned: weakref.WeakSet = weakref.WeakSet()
+        self._pinned: dict[int, weakref.ref] = {}
+        """id(tensor) -> weak reference, for host tensors pinned with pin_memory()."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -93,10 +94,10 @@ class Recorder(TorchDispatchMode):
         if func is aten._local_scalar_dense.default:
             return self._item(args[0])
         if name in PIN_OPS:
-            self._pinned.add(args[0])
+            self._pinned[id(args[0])] = weakref.ref(args[0])
             return args[0]
         if func is aten.is_pinned.default:
-            return args[0] in self._pinned
+            return self._is_pinned(args[0])
         try:
             out = func(*args, **kwargs)
         except DynamicOutputShapeException:
@@ -184,7 +185,7 @@ class Recorder(TorchDispatchMode):
             "src": "cuda" if src_gpu else "cpu",
             "dst": "cuda" if dst_gpu else "cpu",
             "non_blocking": non_blocking,
-            "pinned": host in self._pinned,
+            "pinned": self._is_pinned(host),
         }
         self.state.add_row(
             EventKind.MEMCPY,
@@ -198,6 +199,10 @@ class Recorder(TorchDispatchMode):
         if src_gpu and not non_blocking:
             self.state.add_row(EventKind.SYNC, "cuda:device_to_host", phase=phase, module=module)
         return True
+
+    def _is_pinned(self, t: torch.Tensor) -> bool:
+        ref = self._pinned.get(id(t))
+        return ref is not None and ref() is t
 
     def _item(self, t: torch.Tensor) -> object:
         constant = getattr(t, "constant", None)
