@@ -1,13 +1,20 @@
-"""Encoding of an op's arguments into a trace row: tensor metadata and the replayable `attrs`.
+"""Encoding of an op call into a trace row: its tensor metadata and the replayable `attrs`.
 
 The encoding is documented in docs/trace-schema.md: tensors become `{"$t": i}` (an index into
-the row's input tensors, in flattening order), dtypes `{"$dtype": name}`, devices
-`{"$device": "cuda"}`, memory formats and layouts likewise.
+the row's input tensors, in depth-first order over args then kwargs), dtypes `{"$dtype": name}`,
+devices `{"$device": "cuda"}`, memory formats and layouts likewise. The emulator records with it
+and the profiler (`maya.estimator.replay`) builds profile rows with it, so both spell rows alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 import torch
+
+TensorMeta = tuple[tuple[int, ...], str, tuple[int, ...]]
+"""(shape, dtype name, strides) of one tensor."""
 
 _DTYPE_NAMES = {d: str(d).removeprefix("torch.") for d in vars(torch).values() if isinstance(d, torch.dtype)}
 _MEMORY_FORMATS = {
@@ -23,20 +30,29 @@ def dtype_name(dtype: torch.dtype) -> str:
     return _DTYPE_NAMES[dtype]
 
 
-def tensor_meta(t: torch.Tensor) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
+def tensor_meta(t: torch.Tensor) -> TensorMeta:
     """(shape, dtype name, strides) of a tensor."""
     return tuple(t.shape), _DTYPE_NAMES[t.dtype], t.stride()
 
 
-def encode_attrs(args: tuple, kwargs: dict) -> dict:
-    """The JSON-ready argument structure of one op call (see the module docstring)."""
-    counter = [0]
+def encode_call(
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    describe: Callable[[Any], TensorMeta | None] | None = None,
+) -> tuple[dict, list[TensorMeta]]:
+    """The JSON-ready `attrs` of one op call and the metadata of its input tensors, in one pass.
+
+    Args:
+        args, kwargs: the call's arguments.
+        describe: optional hook for tensor-like values that are not torch.Tensor (the profiler's
+            shape specs); returns their metadata, or None for values that are not tensors.
+    """
+    metas: list[TensorMeta] = []
 
     def enc(v: object) -> object:
         if isinstance(v, torch.Tensor):
-            i = counter[0]
-            counter[0] += 1
-            return {"$t": i}
+            metas.append(tensor_meta(v))
+            return {"$t": len(metas) - 1}
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
         if isinstance(v, (list, tuple)):
@@ -49,7 +65,28 @@ def encode_attrs(args: tuple, kwargs: dict) -> dict:
             return {"$memory_format": _MEMORY_FORMATS.get(v, str(v))}
         if isinstance(v, torch.layout):
             return {"$layout": str(v).removeprefix("torch.")}
+        meta = describe(v) if describe is not None else None
+        if meta is not None:
+            metas.append(meta)
+            return {"$t": len(metas) - 1}
         return {"$repr": repr(v)}
 
-    encoded_args = [enc(a) for a in args]
-    return {"args": encoded_args, "kwargs": {k: enc(v) for k, v in kwargs.items()}}
+    attrs = {"args": [enc(a) for a in args], "kwargs": {k: enc(v) for k, v in kwargs.items()}}
+    return attrs, metas
+
+
+def flatten_tensors(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
+    """Every tensor in args then kwargs, depth-first: the order of `encode_call`'s metadata.
+
+    Iterative on purpose: a recursive closure would form a reference cycle that keeps the tensors
+    (and so their emulated memory) alive until the garbage collector runs.
+    """
+    out: list[torch.Tensor] = []
+    stack: list[Any] = [*reversed(kwargs.values()), *reversed(args)]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+    return out

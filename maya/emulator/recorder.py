@@ -20,7 +20,7 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from maya.emulator.allocator import EmulatedOutOfMemory
-from maya.emulator.attrs import encode_attrs, tensor_meta
+from maya.emulator.attrs import encode_call, flatten_tensors, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
 from maya.emulator.events import EventKind, Phase
 from maya.emulator.module_tracker import ModuleTracker
@@ -56,16 +56,6 @@ def _launches_nothing(func: torch._ops.OpOverload) -> bool:
     mutates = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
     returns_tensor = any("Tensor" in str(r.type) for r in returns)
     return not mutates and not returns_tensor
-
-
-def _flat_tensors(values) -> list[torch.Tensor]:
-    out: list[torch.Tensor] = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            out.append(v)
-        elif isinstance(v, (list, tuple)):
-            out.extend(x for x in v if isinstance(x, torch.Tensor))
-    return out
 
 
 def _on_gpu(t: torch.Tensor) -> bool:
@@ -114,8 +104,8 @@ class Recorder(TorchDispatchMode):
             raise
         if _launches_nothing(func):
             return out
-        inputs = _flat_tensors(args) + _flat_tensors(kwargs.values())
-        outputs = _flat_tensors(out if isinstance(out, (tuple, list)) else (out,))
+        inputs = flatten_tensors(args, kwargs)
+        outputs = flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
         if not any(map(_on_gpu, outputs)) and not any(map(_on_gpu, inputs)):
             return out
         state = self.state
@@ -127,14 +117,15 @@ class Recorder(TorchDispatchMode):
             return out
         if name in COPY_OPS and self._record_copy(name, args, kwargs, inputs, outputs, phase, module):
             return out
+        attrs, input_metas = encode_call(args, kwargs)
         state.add_row(
             EventKind.KERNEL,
             name,
             phase=phase,
             module=module,
-            inputs=tuple(map(tensor_meta, inputs)),
+            inputs=tuple(input_metas),
             outputs=tuple(map(tensor_meta, outputs)),
-            attrs=encode_attrs(args, kwargs),
+            attrs=attrs,
         )
         if phase is Phase.FORWARD and torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
             # Autograd created this op's node just before dispatching here: remember its module.

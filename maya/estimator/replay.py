@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from maya.emulator.attrs import dtype_name, encode_call, flatten_tensors
+
 FLOAT_FILL_ABS = "abs"
 """Fill rule: |randn|, for tensors that must be non-negative (variances, second moments)."""
 FLOAT_FILL_ONES = "ones"
@@ -127,25 +129,6 @@ def build_replay(
     return Replay(op=op, fn=fn, args=args, kwargs=kwargs, inputs=flatten_tensors(args, kwargs))
 
 
-def flatten_tensors(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[torch.Tensor]:
-    """Every tensor in args then kwargs, depth-first: the trace's `input_*` column order."""
-    out: list[torch.Tensor] = []
-
-    def visit(value: Any) -> None:
-        if isinstance(value, torch.Tensor):
-            out.append(value)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                visit(item)
-        elif isinstance(value, dict):
-            for item in value.values():
-                visit(item)
-
-    visit(list(args))
-    visit(dict(kwargs))
-    return out
-
-
 def encode_arguments(
     args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[list[int]], list[str], list[list[int]]]:
@@ -159,43 +142,14 @@ def encode_arguments(
         (attrs, input_shapes, input_dtypes, input_strides): attrs is `{"args": [...], "kwargs": {...}}`
         with tensors replaced by `{"$t": i}`, and the three lists describe tensor i.
     """
-    shapes: list[list[int]] = []
-    dtypes: list[str] = []
-    strides: list[list[int]] = []
-
-    def add(shape: Sequence[int], dtype: str, stride: Sequence[int]) -> dict[str, int]:
-        shapes.append(list(shape))
-        dtypes.append(dtype)
-        strides.append(list(stride))
-        return {"$t": len(shapes) - 1}
-
-    def encode(value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            return add(value.shape, dtype_name(value.dtype), value.stride())
-        if isinstance(value, TensorSpec):
-            return add(value.shape, value.dtype, value.strides or _contiguous_strides(value.shape))
-        if isinstance(value, (list, tuple)):
-            return [encode(v) for v in value]
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        if isinstance(value, torch.dtype):
-            return {"$dtype": dtype_name(value)}
-        if isinstance(value, torch.device):
-            return {"$device": value.type}
-        if isinstance(value, torch.memory_format):
-            return {"$memory_format": str(value).removeprefix("torch.")}
-        if isinstance(value, torch.layout):
-            return {"$layout": str(value).removeprefix("torch.")}
-        return {"$repr": repr(value)}
-
-    encoded_args = [encode(a) for a in args]
-    encoded_kwargs = {k: encode(v) for k, v in kwargs.items()}
-    return {"args": encoded_args, "kwargs": encoded_kwargs}, shapes, dtypes, strides
+    attrs, metas = encode_call(args, kwargs, describe=_describe_spec)
+    return attrs, [list(m[0]) for m in metas], [m[1] for m in metas], [list(m[2]) for m in metas]
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """`torch.bfloat16` -> "bfloat16", the trace's dtype spelling."""
-    return str(dtype).removeprefix("torch.")
+def _describe_spec(value: Any) -> tuple | None:
+    if isinstance(value, TensorSpec):
+        return tuple(value.shape), value.dtype, tuple(value.strides or _contiguous_strides(value.shape))
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
