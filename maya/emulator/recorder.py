@@ -41,6 +41,7 @@ class UnsupportedOperation(RuntimeError):
     """An op Maya cannot emulate; the message names the op and the module path it ran under."""
 
 
+@functools.cache
 def _op_name(func: torch._ops.OpOverload) -> str:
     name = func._schema.name
     return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
