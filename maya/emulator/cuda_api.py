@@ -104,13 +104,11 @@ def _synchronize(device: object = None) -> None:
     st.active().add_row(EventKind.SYNC, "cuda:synchronize", stream=-1)
 
 
-_streams: dict[int, EmulatedStream] = {}
-
-
 def _stream_by_id(stream_id: int) -> EmulatedStream:
-    stream = _streams.get(stream_id)
+    streams = st.active().streams
+    stream = streams.get(stream_id)
     if stream is None:
-        stream = _streams[stream_id] = EmulatedStream(stream_id=stream_id)
+        stream = streams[stream_id] = EmulatedStream(stream_id=stream_id)
     return stream
 
 
@@ -199,7 +197,6 @@ def install_cuda_api(patcher: Patcher) -> None:
     """Patch torch.cuda, torch.cuda.memory, torch.accelerator and torch.backends for emulation."""
     cuda = torch.cuda
     s = st.active()
-    _streams.clear()
     index = lambda device=None: _device_index(device)  # noqa: E731
     simple = {
         "is_available": lambda: True,

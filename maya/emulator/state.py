@@ -74,6 +74,8 @@ class EmulationState:
     oom: bool = False
     live_storages: dict[int, tuple[Block, weakref.ref]] = field(default_factory=dict)
     workspace_streams: set[int] = field(default_factory=set)
+    streams: dict[int, object] = field(default_factory=dict)
+    """Stream objects handed out for ids (current_stream/default_stream return the same object)."""
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
