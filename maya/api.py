@@ -93,6 +93,7 @@ def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: 
         "estimate_sources": prediction.source_shares,
         "breakdown_ms": prediction.breakdown,
         "top_ops": prediction.top_ops,
+        "top_modules": prediction.top_modules,
         "timeline": prediction.timeline_path,
     }
     return timed, extra
