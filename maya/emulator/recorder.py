@@ -31,7 +31,7 @@ _get_sequence_nr = torch._C._autograd._get_sequence_nr
 
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::mv", "aten::addbmm", "aten::_scaled_mm"})
 """Ops that run through cuBLAS, whose first use on a stream allocates the cuBLAS workspace."""
-ALLOCATION_OPS = frozenset({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided", "aten::resize_", "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor", "aten::lift_fresh"})
+ALLOCATION_OPS = frozenset({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided", "aten::resize_", "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor"})
 """Ops that only allocate or re-point storage: memory is tracked, no kernel is recorded."""
 COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_"})
 PIN_OPS = frozenset({"aten::_pin_memory", "aten::pin_memory"})
@@ -47,9 +47,15 @@ def _op_name(func: torch._ops.OpOverload) -> str:
     return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
 
 
+METADATA_OPS = frozenset({"aten::_unsafe_view", "aten::lift_fresh", "aten::alias"})
+"""Ops whose schema does not mark them as views but which only make new tensor metadata."""
+
+
 @functools.cache
 def _launches_nothing(func: torch._ops.OpOverload) -> bool:
-    """Views, and queries that return no tensor and mutate nothing (prim::device, sym_size)."""
+    """Views, metadata-only ops, and queries that return no tensor and mutate nothing (prim::device)."""
+    if _op_name(func) in METADATA_OPS:
+        return True
     schema = func._schema
     returns = schema.returns
     if returns and all(r.alias_info is not None and not r.alias_info.is_write for r in returns):
