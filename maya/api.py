@@ -102,13 +102,10 @@ def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: 
 def _iterations(state, table) -> list[IterationSummary]:
     """Per-iteration figures; a trailing iteration that never reached an optimizer step is dropped
     when at least one complete iteration exists."""
-    gpu_work = pc.is_in(table["kind"], value_set=pa.array(["kernel", "memcpy"]))
-    counts: dict[int, int] = {}
-    flops: dict[int, float] = {}
-    for it, is_op, f in zip(table["iteration"].to_pylist(), gpu_work.to_pylist(), table["flops"].to_pylist()):
-        if is_op:
-            counts[it] = counts.get(it, 0) + 1
-            flops[it] = flops.get(it, 0.0) + f
+    gpu_work = table.filter(pc.is_in(table["kind"], value_set=pa.array(["kernel", "memcpy"])))
+    per_iteration = gpu_work.group_by("iteration").aggregate([("flops", "sum"), ("flops", "count")]).to_pydict()
+    counts = dict(zip(per_iteration["iteration"], per_iteration["flops_count"]))
+    flops = dict(zip(per_iteration["iteration"], per_iteration["flops_sum"]))
     stats = state.iterations
     complete = stats[:-1] if len(stats) > 1 else stats
     return [
