@@ -217,19 +217,23 @@ class Recorder(TorchDispatchMode):
         return 1
 
     def _select_all(self, func, name: str, args: tuple, kwargs: dict) -> object:
-        """Data-dependent shapes: behave as if every element were selected."""
+        """Data-dependent shapes: behave as if every element were selected.
+
+        Runs inside the dispatch handler, below the device translation, so new tensors name the
+        C++ device (`_fake_device`), never the `cuda:N` that Python code sees.
+        """
         x = args[0]
         if name == "aten::nonzero":
-            return torch.empty((x.numel(), x.dim()), dtype=torch.int64, device=x.device)
+            return torch.empty((x.numel(), x.dim()), dtype=torch.int64, device=x._fake_device)
         if name == "aten::masked_select":
             shape = torch.broadcast_shapes(x.shape, args[1].shape)
-            return torch.empty((torch.Size(shape).numel(),), dtype=x.dtype, device=x.device)
+            return torch.empty((torch.Size(shape).numel(),), dtype=x.dtype, device=x._fake_device)
         if name == "aten::index.Tensor":
             indices = []
             for idx in args[1]:
                 if idx is not None and idx.dtype in (torch.bool, torch.uint8):
                     indices.extend(
-                        torch.zeros((idx.numel(),), dtype=torch.int64, device=idx.device) for _ in range(idx.dim())
+                        torch.zeros((idx.numel(),), dtype=torch.int64, device=idx._fake_device) for _ in range(idx.dim())
                     )
                 else:
                     indices.append(idx)

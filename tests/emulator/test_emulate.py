@@ -143,3 +143,11 @@ def test_emulation_leaves_torch_cuda_as_it_was(scripts, tmp_path):
     before = torch.cuda.is_available
     maya.emulate(scripts / "memory_probe.py", trace_dir=tmp_path / "t")
     assert torch.cuda.is_available is before
+
+
+def test_data_dependent_selections_stay_on_the_emulated_gpu(scripts, tmp_path, capsys):
+    s = maya.emulate(scripts / "select_all.py", trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    # nonzero selects all 8 rows; boolean indexing selects all 32 elements.
+    assert "torch.Size([8, 4]) torch.Size([32]) cuda:0" in capsys.readouterr().out
+    assert (_ops(s).op == "aten::index_add").sum() == 1
