@@ -3,11 +3,13 @@
 PyTorch picks an attention backend per call from the device (aten/src/ATen/native/transformers/
 cuda/sdp_utils.cpp). The emulated tensors live on a proxy device, so Maya makes that choice for
 the *target* GPU and calls the chosen fused op directly; its autograd formula then records the
-matching backward op. Rules reproduced (PyTorch 2.9 and later, cuDNN >= 9.15):
+matching backward op. Rules reproduced (PyTorch 2.9 and later, cuDNN >= 9.15), checked against a
+real H200 with torch 2.11 by benchmarks/gpu/sdpa_backend_probe.py (sdpa_backends_h200.json):
 - on compute capability 9.0 and 10.0, cuDNN attention is tried first (`check_prefer_cudnn_attention`),
   then flash, memory-efficient and math; elsewhere flash, memory-efficient, math;
-- cuDNN and flash need fp16/bf16 and a head dim <= 256 that is the same for q and v;
-  cuDNN is not used for grouped-query attention (`enable_gqa` with fewer k/v heads);
+- cuDNN and flash need fp16/bf16 and a head dim <= 256 that is the same for q and v; cuDNN takes
+  grouped-query attention and masks, but not a mask that needs a gradient (T5's learned bias),
+  which goes to memory-efficient attention;
 - flash takes no explicit mask; memory-efficient takes masks, and bf16 only on sm80+;
 - `torch.backends.cuda.enable_*_sdp(False)` and `sdpa_kernel(...)` switch backends off, as on a GPU.
 """
@@ -42,7 +44,7 @@ def choose_backend(
     head_dim_qk: int,
     head_dim_v: int,
     has_mask: bool,
-    gqa: bool,
+    mask_needs_grad: bool = False,
 ) -> Backend:
     """The backend PyTorch would pick on a GPU of `capability` for one call."""
     sm = capability[0] * 10 + capability[1]
@@ -54,7 +56,7 @@ def choose_backend(
         and half
         and same_dims
         and head_dim_qk % 8 == 0
-        and not gqa
+        and not mask_needs_grad
     ):
         return Backend.CUDNN
     if torch.backends.cuda.flash_sdp_enabled() and half and same_dims and not has_mask and 80 <= sm <= 121:
@@ -83,7 +85,10 @@ def install_sdpa(patcher: Patcher, capability: tuple[int, int], autocast: Autoca
             if attn_mask is not None and attn_mask.is_floating_point():
                 attn_mask = autocast.cast(attn_mask, dtype)
         gqa = enable_gqa and key.shape[-3] != query.shape[-3]
-        backend = choose_backend(capability, query.dtype, query.shape[-1], value.shape[-1], attn_mask is not None, gqa)
+        mask_needs_grad = attn_mask is not None and attn_mask.requires_grad and torch.is_grad_enabled()
+        backend = choose_backend(
+            capability, query.dtype, query.shape[-1], value.shape[-1], attn_mask is not None, mask_needs_grad
+        )
         needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
         if backend is Backend.CUDNN:
             bias = _additive_mask(attn_mask, query.dtype)
