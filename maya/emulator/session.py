@@ -47,6 +47,7 @@ class EmulationSession:
             autocast = install_autocast(patcher)
             install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
             _patch_movement(patcher)
+            _patch_foreach(patcher)
             _patch_compile(patcher)
             self._tracker = ModuleTracker()
             self._hooks = _install_optimizer_hooks(state, self._tracker)
@@ -127,11 +128,17 @@ def _patch_movement(patcher: Patcher) -> None:
     patcher.set(torch.Tensor, "to", to)
     patcher.set(torch.Tensor, "cuda", cuda)
     patcher.set(nn.Module, "_apply", _module_apply)
-    # Optimizers take the foreach path only for these exact tensor types; FakeTensor stands in.
+
+
+def _patch_foreach(patcher: Patcher) -> None:
+    """Optimizers and grad clipping take the foreach path only for exact tensor types; on a GPU the
+    tensors are plain Tensors, here FakeTensor stands in for them."""
     from torch._subclasses.fake_tensor import FakeTensor
     from torch.optim import optimizer
+    from torch.utils import _foreach_utils
 
-    patcher.set(optimizer, "_foreach_supported_types", [*optimizer._foreach_supported_types, FakeTensor])
+    for module in (optimizer, _foreach_utils):
+        patcher.set(module, "_foreach_supported_types", [*module._foreach_supported_types, FakeTensor])
 
 
 def _module_apply(self: nn.Module, fn, recurse: bool = True) -> nn.Module:

@@ -151,3 +151,10 @@ def test_data_dependent_selections_stay_on_the_emulated_gpu(scripts, tmp_path, c
     # nonzero selects all 8 rows; boolean indexing selects all 32 elements.
     assert "torch.Size([8, 4]) torch.Size([32]) cuda:0" in capsys.readouterr().out
     assert (_ops(s).op == "aten::index_add").sum() == 1
+
+
+def test_grad_clipping_takes_the_foreach_path(tmp_path):
+    s = maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "t")
+    ops = _ops(s).op
+    assert (ops == "aten::_foreach_norm.Scalar").sum() == 1
+    assert (ops == "aten::linalg_vector_norm").sum() == 1  # the norm of the per-tensor norms
