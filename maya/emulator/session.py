@@ -141,18 +141,24 @@ def _patch_foreach(patcher: Patcher) -> None:
         patcher.set(module, "_foreach_supported_types", [*module._foreach_supported_types, FakeTensor])
 
 
-def _module_apply(self: nn.Module, fn, recurse: bool = True) -> nn.Module:
+def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | None = None) -> nn.Module:
     """nn.Module._apply that rebuilds each Parameter from the converted tensor.
 
     PyTorch swaps fake parameters in place (`torch.utils.swap_tensors`), which fails because the
     fake mode holds weak references to them; rebuilding them is what PyTorch's
-    `set_overwrite_module_params_on_conversion(True)` does.
+    `set_overwrite_module_params_on_conversion(True)` does. `_converted` maps each old parameter to
+    its replacement across the whole module tree, so a parameter shared by several modules (tied
+    embeddings) stays one parameter.
     """
+    converted = {} if _converted is None else _converted
     if recurse:
         for module in self.children():
-            module._apply(fn)
+            _module_apply(module, fn, True, converted)
     for key, param in self._parameters.items():
         if param is None:
+            continue
+        if id(param) in converted:
+            self._parameters[key] = converted[id(param)][1]
             continue
         with torch.no_grad():
             applied = fn(param)
@@ -162,6 +168,8 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True) -> nn.Module:
         if param.grad is not None:
             with torch.no_grad():
                 new_param.grad = fn(param.grad)
+        # Keep the old parameter alive with its replacement so that its id is not reused.
+        converted[id(param)] = (param, new_param)
         self._parameters[key] = new_param
     for key, buf in self._buffers.items():
         if buf is not None:

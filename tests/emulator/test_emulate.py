@@ -160,3 +160,11 @@ def test_grad_clipping_takes_the_foreach_path(tmp_path):
     ops = _ops(s).op
     assert (ops == "aten::_foreach_norm.Scalar").sum() == 1
     assert (ops == "aten::linalg_vector_norm").sum() == 1  # the norm of the per-tensor norms
+
+
+def test_module_cuda_keeps_tied_weights_tied(tmp_path):
+    # examples/train_gpt.py ties lm_head.weight to wte.weight before model.cuda().
+    one = maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "t")
+    memcpys = read_rank_trace(one.trace_dir, 0).to_pandas().query("kind == 'memcpy'")
+    # The 512 x 64 embedding moves to the GPU once, not once per module that holds it.
+    assert sum(list(s[0]) == [512, 64] for s in memcpys.input_shapes) == 1
