@@ -30,7 +30,9 @@ aten = torch.ops.aten
 _get_sequence_nr = torch._C._autograd._get_sequence_nr
 
 MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::mv", "aten::addbmm", "aten::_scaled_mm"})
-"""Ops that run through cuBLAS, whose first use on a stream allocates the cuBLAS workspace."""
+"""Ops that run through cuBLAS. PyTorch keeps one cuBLAS handle per thread and one workspace per
+(handle, stream), so the first such op of each thread on each stream allocates a workspace: the
+autograd engine's backward thread gets its own (seen on the H200: benchmarks/gpu/op_timelines_h200)."""
 ALLOCATION_OPS = frozenset({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided", "aten::resize_", "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor"})
 """Ops that only allocate or re-point storage: memory is tracked, no kernel is recorded."""
 COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_"})
@@ -119,7 +121,7 @@ class Recorder(TorchDispatchMode):
         phase, module = self.tracker.current()
         if state.in_optimizer and phase is not Phase.BACKWARD:
             phase = Phase.OPTIMIZER
-        self._allocate(outputs, name)
+        self._allocate(outputs, name, phase)
         if name in ALLOCATION_OPS:
             return out
         if name in COPY_OPS and self._record_copy(name, args, kwargs, inputs, outputs, phase, module):
@@ -139,11 +141,12 @@ class Recorder(TorchDispatchMode):
             self.tracker.node_modules[_get_sequence_nr() - 1] = module
         return out
 
-    def _allocate(self, outputs: list[torch.Tensor], name: str) -> None:
+    def _allocate(self, outputs: list[torch.Tensor], name: str, phase: Phase) -> None:
         state = self.state
         try:
-            if name in MATMUL_OPS and state.current_stream not in state.workspace_streams:
-                state.workspace_streams.add(state.current_stream)
+            handle = (state.current_stream, phase is Phase.BACKWARD)
+            if name in MATMUL_OPS and handle not in state.workspace_streams:
+                state.workspace_streams.add(handle)
                 state.allocator.malloc(state.cublas_workspace_bytes, state.current_stream)
             for t in outputs:
                 if not _on_gpu(t):

@@ -73,7 +73,8 @@ class EmulationState:
     in_optimizer: int = 0
     oom: bool = False
     live_storages: dict[int, tuple[Block, weakref.ref]] = field(default_factory=dict)
-    workspace_streams: set[int] = field(default_factory=set)
+    workspace_streams: set[tuple[int, bool]] = field(default_factory=set)
+    """(stream, on the autograd thread) pairs that already hold a cuBLAS workspace."""
     streams: dict[int, object] = field(default_factory=dict)
     """Stream objects handed out for ids (current_stream/default_stream return the same object)."""
     warnings: list[str] = field(default_factory=list)
