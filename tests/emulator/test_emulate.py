@@ -66,13 +66,15 @@ def test_grad_scaler_unscales_and_steps(scripts, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["reentrant", "nonreentrant"])
-def test_activation_checkpointing_recomputes_forward_in_backward(scripts, tmp_path, mode):
-    plain = maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "a")
-    ckpt = maya.emulate(GPT, [*TINY, "--steps", "1", "--checkpoint", mode], trace_dir=tmp_path / "b")
+def test_activation_checkpointing_recomputes_forward_in_backward(tmp_path, mode):
+    # Big enough that activations, not the two 32 MiB cuBLAS workspaces, decide the peak.
+    size = ["--batch", "8", "--seq", "512", "--dim", "256", "--layers", "2", "--heads", "4", "--vocab", "512"]
+    plain = maya.emulate(GPT, [*size, "--steps", "1"], trace_dir=tmp_path / "a")
+    ckpt = maya.emulate(GPT, [*size, "--steps", "1", "--checkpoint", mode], trace_dir=tmp_path / "b")
     assert ckpt.exit_code == 0, ckpt.error
     bwd = _ops(ckpt, "backward")
     assert (bwd.op == "aten::_scaled_dot_product_cudnn_attention").sum() == 2  # recomputed per layer
-    assert ckpt.peak_allocated_bytes < plain.peak_allocated_bytes or plain.peak_allocated_bytes < 64 * MiB
+    assert ckpt.peak_allocated_bytes < plain.peak_allocated_bytes
 
 
 def test_gradient_accumulation_doubles_forward_work(scripts, tmp_path):
