@@ -65,7 +65,35 @@ def install_backend() -> None:
 
         if DefaultDeviceType._default_device_type is None:
             DefaultDeviceType.set_device_type("cuda")
+        _register_backend_kernels()
         _installed = True
+
+
+_libraries: list = []
+
+
+def _register_backend_kernels() -> None:
+    """Give the proxy device a kernel wherever CPU and CUDA have one but other backends decompose.
+
+    An op with both a backend kernel and a CompositeImplicitAutograd kernel (e.g. `silu_backward`)
+    runs as one kernel on CUDA, but is decomposed for a backend that has no kernel of its own. A
+    PrivateUse1 kernel makes dispatch on the proxy device follow CUDA's; the fake mode intercepts
+    the op before any backend kernel would run, so these kernels never execute.
+    """
+    lib = torch.library.Library("aten", "IMPL")
+    for name in torch._C._dispatch_get_all_op_names():
+        if (
+            name.startswith("aten::")
+            and torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU")
+            and torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd")
+            and not torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1")
+        ):
+            lib.impl(name.removeprefix("aten::"), _never_runs, "PrivateUse1")
+    _libraries.append(lib)
+
+
+def _never_runs(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("Maya's proxy-device kernel ran: the fake mode should have intercepted this op")
 
 
 INTERNAL_DEVICE = torch.device("privateuseone", 0)
