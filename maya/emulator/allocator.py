@@ -121,7 +121,8 @@ class CachingAllocator:
             self._insert_free(rest)
         block.allocated = True
         stats = self.stats
-        stats.allocated_bytes += size
+        # An unsplit block counts whole, as in PyTorch's stats (block->size).
+        stats.allocated_bytes += block.size
         stats.active_blocks += 1
         if stats.allocated_bytes > stats.peak_allocated_bytes:
             stats.peak_allocated_bytes = stats.allocated_bytes

@@ -57,3 +57,12 @@ def test_oom_releases_cache_then_raises():
     with pytest.raises(EmulatedOutOfMemory, match="Tried to allocate"):
         a.malloc(30 * MiB)
     assert a.stats.num_ooms == 1
+
+
+def test_unsplit_block_counts_whole_and_frees_back_to_zero():
+    a = CachingAllocator(1 << 30)
+    big = a.malloc(17 * MiB)  # an 18 MiB segment; the 1 MiB remainder is not > 1 MiB, so no split
+    assert big.size == 18 * MiB
+    assert a.stats.allocated_bytes == 18 * MiB  # PyTorch counts the whole block
+    a.free(big)
+    assert a.stats.allocated_bytes == 0
