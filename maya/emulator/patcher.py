@@ -12,6 +12,11 @@ class Patcher:
 
     def __init__(self) -> None:
         self._saved: list[tuple[Any, str, Any]] = []
+        self._cleanups: list = []
+
+    def add_cleanup(self, fn) -> None:
+        """Run `fn()` during `restore()`, before the attributes are put back."""
+        self._cleanups.append(fn)
 
     def set(self, owner: Any, name: str, value: Any) -> None:
         """Set `owner.name = value`, remembering the previous value (or its absence)."""
@@ -21,6 +26,8 @@ class Patcher:
 
     def restore(self) -> None:
         """Undo every patch, newest first."""
+        while self._cleanups:
+            self._cleanups.pop()()
         while self._saved:
             owner, name, previous = self._saved.pop()
             if previous is _MISSING:

@@ -17,6 +17,7 @@ from torch.nn import Parameter
 from maya.emulator import state as st
 from maya.emulator.autocast import install_autocast
 from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
+from maya.emulator.compat import install_compat
 from maya.emulator.cuda_api import install_cuda_api
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
 from maya.emulator.module_tracker import ModuleTracker
@@ -48,6 +49,7 @@ class EmulationSession:
             install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
             _patch_movement(patcher)
             _patch_foreach(patcher)
+            install_compat(patcher)
             _patch_compile(patcher)
             self._tracker = ModuleTracker()
             self._hooks = _install_optimizer_hooks(state, self._tracker)
