@@ -6,8 +6,10 @@ reads (`item()`) with placeholders; runs the op in the fake mode; gives new outp
 emulated caching allocator (and frees them when the storage dies); and appends a trace row.
 
 Placeholder values (documented in the README): `.item()` of a floating-point GPU tensor is 0.0,
-of an integer tensor 1, of a boolean tensor False; data-dependent shapes (`nonzero`,
-`masked_select`, boolean indexing) select every element.
+of an integer tensor 1, of a boolean tensor False, except the result of an `all` reduction, which
+is True ("nothing is wrong": `isfinite(x).all()` holds, `isnan(x).any()` does not, and an attention
+mask of all ones is recognised as no mask); data-dependent shapes (`nonzero`, `masked_select`,
+boolean indexing) select every element.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class Recorder(TorchDispatchMode):
         self.state = state
         self.tracker = tracker
         self._pinned: dict[int, weakref.ref] = {}
+        self._all_results: dict[int, weakref.ref] = {}
+        """id(tensor) -> weak reference, for boolean results of `all` reductions (placeholder True)."""
         """id(tensor) -> weak reference, for host tensors pinned with pin_memory()."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -113,6 +117,8 @@ class Recorder(TorchDispatchMode):
             raise
         if _launches_nothing(func):
             return out
+        if name.startswith("aten::all") and isinstance(out, torch.Tensor):
+            self._all_results[id(out)] = weakref.ref(out)
         inputs = flatten_tensors(args, kwargs)
         outputs = flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
         if not any(map(_on_gpu, outputs)) and not any(map(_on_gpu, inputs)):
@@ -214,7 +220,8 @@ class Recorder(TorchDispatchMode):
             phase, module = self.tracker.current()
             self.state.add_row(EventKind.SYNC, "cuda:item", phase=phase, module=module)
         if t.dtype is torch.bool:
-            return False
+            ref = self._all_results.get(id(t))
+            return ref is not None and ref() is t
         if t.is_floating_point() or t.is_complex():
             return 0.0
         return 1

@@ -6,3 +6,4 @@ idx = torch.nonzero(x[:, 0] > 0).squeeze(-1)
 y = torch.zeros(8, 4, device="cuda").index_add(0, idx, x[idx])
 m = x[x > 0]
 print(y.shape, m.shape, idx.device)
+print("all/any:", bool((x > 0).all()), bool(torch.isnan(x).any()))
