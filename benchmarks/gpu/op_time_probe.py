@@ -1,0 +1,72 @@
+"""Profile one training iteration per workload on a real GPU: GPU time per aten op, GPU busy time,
+and the iteration's wall time. The calibration data for Maya's estimates and host model.
+
+Run from the repository root on a machine with an NVIDIA GPU:
+    python3 benchmarks/gpu/op_time_probe.py --out DIR gpt2_124m_bf16 llama_150m_bf16 ...
+It writes DIR/<workload>.json per named suite workload (benchmarks/validation/suite.py).
+"""
+
+import argparse
+import json
+import runpy
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "validation"))
+import suite  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--iteration", type=int, default=5)
+    p.add_argument("workloads", nargs="+")
+    args = p.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    for name in args.workloads:
+        w = next(w for w in suite.WORKLOADS if w.name == name)
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        state = {"step": 0, "t0": None, "wall_s": None}
+
+        def pre(*a):
+            pass
+
+        def post(*a):
+            state["step"] += 1
+            if state["step"] == args.iteration:  # iteration `iteration` starts after this step
+                torch.cuda.synchronize()
+                prof.start()
+                state["t0"] = time.perf_counter()
+            elif state["step"] == args.iteration + 1:
+                torch.cuda.synchronize()
+                state["wall_s"] = time.perf_counter() - state["t0"]
+                prof.stop()
+
+        hooks = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+        sys.argv = [str(suite.WORKLOADS_DIR / w.script), *w.argv, "--steps", "3", "--warmup", "4"]
+        try:
+            runpy.run_path(sys.argv[0], run_name="__main__")
+        finally:
+            for h in hooks:
+                h.remove()
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        busy_us = sum(e.device_time for e in kernels)
+        per_op = {}
+        for e in prof.key_averages():
+            if e.key.startswith("aten::") and e.self_device_time_total > 0:
+                per_op[e.key] = {"count": e.count, "self_device_us": e.self_device_time_total}
+        Path(args.out, f"{name}.json").write_text(json.dumps({
+            "workload": name, "argv": sys.argv[1:], "iteration": args.iteration, "gpu": torch.cuda.get_device_name(),
+            "torch": torch.__version__, "wall_ms": state["wall_s"] * 1e3, "kernel_busy_ms": busy_us / 1e3,
+            "kernels": len(kernels), "per_op": per_op,
+        }, indent=1))
+        print(f"{name}: wall {state['wall_s'] * 1e3:.2f} ms (profiled), GPU busy {busy_us / 1e3:.2f} ms, {len(kernels)} kernels", flush=True)
+
+
+if __name__ == "__main__":
+    main()
