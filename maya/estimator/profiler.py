@@ -104,11 +104,13 @@ class DeviceLostError(RuntimeError):
 class _Timer:
     """Times a replay on one device: CUDA events with an L2 flush, or perf_counter on the CPU."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, flush_l2: bool = True):
         self.device = device
         self.is_cuda = device.type == "cuda"
         self.flush_buffer = (
-            torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device) if self.is_cuda else None
+            torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device)
+            if self.is_cuda and flush_l2
+            else None
         )
         self.can_sleep = self.is_cuda and hasattr(torch.cuda, "_sleep")
 
@@ -136,7 +138,8 @@ class _Timer:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for start, end in zip(starts, ends):
-            self.flush_buffer.zero_()
+            if self.flush_buffer is not None:
+                self.flush_buffer.zero_()
             if sleep_before and self.can_sleep:
                 torch.cuda._sleep(SLEEP_BEFORE_CYCLES)
             start.record()
@@ -154,6 +157,7 @@ def run_profile(
     quick: bool = False,
     trace_dir: str | Path | None = None,
     seed: int = 0,
+    flush_l2: bool = True,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -166,6 +170,7 @@ def run_profile(
         quick: tiny grids and few repetitions, for tests.
         trace_dir: an emulated trace directory; its distinct kernel signatures are timed.
         seed: seeds the random GEMM shapes and tensor contents.
+        flush_l2: flush the L2 cache before every timed run (cold inputs); False keeps them warm.
 
     Returns:
         `out_dir` as a Path.
@@ -183,7 +188,7 @@ def run_profile(
     env = _environment(torch_device)
     logger.info("profiling on %s (torch %s, CUDA %s, cuDNN %s) into %s", env["gpu_name"],
                 env["torch_version"], env["cuda_version"], env["cudnn_version"], out_dir)  # fmt: skip
-    timer = _Timer(torch_device)
+    timer = _Timer(torch_device, flush_l2=flush_l2)
     run_start = time.perf_counter()
     errors_by_family: dict[str, int] = {}
 
@@ -423,6 +428,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="device to time on")
     parser.add_argument("--trace", type=Path, default=None, help="trace directory: time its kernel signatures")
     parser.add_argument("--seed", type=int, default=0, help="seed for random shapes and tensor contents")
+    parser.add_argument(
+        "--warm-l2", action="store_true",
+        help="do not flush the L2 cache between runs (inputs stay cache-resident, as when the previous op wrote them)",
+    )
     return parser
 
 
@@ -431,7 +440,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = build_parser().parse_args(None if argv is None else list(argv))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = run_profile(
-        args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed
+        args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
+        flush_l2=not args.warm_l2,
     )
     print(out)
     return 0
