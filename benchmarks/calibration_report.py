@@ -1,0 +1,53 @@
+"""Where the predicted step time of each calibration workload differs from the H200, split into
+GPU-kernel time and host time, using the profiled per-op GPU times (benchmarks/gpu/op_times_h200).
+
+    python benchmarks/calibration_report.py [NAME ...]
+Only workloads that have a profile are reported; held-out workloads never have one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
+
+
+def main() -> None:
+    import suite
+
+    import maya.api
+    from maya.estimator.estimate import estimate_trace
+    from maya.estimator.host_cost import host_costs_us
+    from maya.trace import read_rank_trace
+
+    truth = {w["name"]: w for w in json.loads((ROOT / "benchmarks/validation/ground_truth_h200.json").read_text())["workloads"]}
+    profiles = sorted((ROOT / "benchmarks/gpu/op_times_h200").glob("*.json"))
+    names = sys.argv[1:] or [p.stem for p in profiles]
+    for name in names:
+        prof = json.loads((ROOT / "benchmarks/gpu/op_times_h200" / f"{name}.json").read_text())
+        w = next(w for w in suite.WORKLOADS if w.name == name)
+        trace_dir = tempfile.mkdtemp(prefix="maya-cal-")
+        s = maya.api.emulate(suite.WORKLOADS_DIR / w.script, prof["argv"], trace_dir=trace_dir)
+        df = estimate_trace(read_rank_trace(trace_dir, 0), gpu="h200")
+        df["host_us"] = host_costs_us(df)
+        it = df[df.iteration == prof["iteration"]]
+        kernels = it[it.kind.isin(["kernel", "memcpy"])]
+        pred_ms = next(i.time_ms for i in s.iterations if i.index == prof["iteration"])
+        print(f"{name}: step measured {truth[name]['median_step_ms']:.2f} ms, predicted {pred_ms:.2f}; "
+              f"GPU busy measured {prof['kernel_busy_ms']:.2f}, estimated {kernels.duration_us.sum() / 1e3:.2f}; "
+              f"host estimated {it.host_us.sum() / 1e3:.2f} ms for {len(kernels)} ops ({prof['kernels']} kernels)")
+        est = kernels.groupby("op").duration_us.agg(["sum", "count"])
+        rows = []
+        for op, m in prof["per_op"].items():
+            e = est.loc[op] if op in est.index else None
+            rows.append((op, m["self_device_us"], e["sum"] if e is not None else 0.0, m["count"], int(e["count"]) if e is not None else 0))
+        for op, gpu, emu, n_gpu, n_emu in sorted(rows, key=lambda r: -abs(r[1] - r[2]))[:8]:
+            print(f"    {op:50s} gpu {gpu / 1e3:7.2f} ms x{n_gpu:<5d} estimated {emu / 1e3:7.2f} ms x{n_emu}")
+
+
+if __name__ == "__main__":
+    main()
