@@ -1,0 +1,94 @@
+"""Fit the estimator's per-family in-training scale factors (maya/estimator/calibration.py).
+
+    python benchmarks/calibrate.py [--write]
+
+For each calibration workload profiled on the H200 (benchmarks/gpu/op_times_h200/, made by
+benchmarks/gpu/op_time_probe.py; held-out workloads are refused), it emulates the same iteration,
+estimates it without calibration, and pairs the measured GPU time of each aten op with Maya's
+estimate of the same op. Only ops whose kernel counts agree within 10% are paired, so an op the
+emulation runs differently (a cuDNN RNN against its decomposition) cannot skew a family. A family's
+factor is its total measured time over its total estimated time, across all paired ops. `--write`
+stores the factors in maya/estimator/data/h200/calibration.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
+
+PROFILER_TO_TRACE = {
+    "aten::copy_": "aten::_to_copy",
+    "aten::_cudnn_attention_forward": "aten::_scaled_dot_product_cudnn_attention",
+    "aten::_cudnn_attention_backward": "aten::_scaled_dot_product_cudnn_attention_backward",
+    "aten::cudnn_convolution": "aten::convolution",
+    "aten::cudnn_batch_norm": "aten::native_batch_norm",
+    "aten::cudnn_batch_norm_backward": "aten::native_batch_norm_backward",
+    "aten::clamp_min": "aten::relu",
+}
+"""Profiler key (the innermost op that launched the kernels) -> the op name Maya's trace records."""
+
+
+def _base(op: str) -> str:
+    return op.split(".", 1)[0]
+
+
+def main() -> None:
+    import suite
+
+    import maya.api
+    from maya.estimator.estimate import estimate_trace
+    from maya.estimator.families import family_of
+    from maya.trace import read_rank_trace
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--write", action="store_true", help="write maya/estimator/data/h200/calibration.json")
+    args = p.parse_args()
+    measured_by_family: dict[str, float] = collections.defaultdict(float)
+    estimated_by_family: dict[str, float] = collections.defaultdict(float)
+    used = []
+    for path in sorted((ROOT / "benchmarks" / "gpu" / "op_times_h200").glob("*.json")):
+        prof = json.loads(path.read_text())
+        w = next(w for w in suite.WORKLOADS if w.name == prof["workload"])
+        if w.held_out:
+            raise SystemExit(f"{w.name} is held out and must not be used for calibration")
+        trace_dir = tempfile.mkdtemp(prefix="maya-calibrate-")
+        summary = maya.api.emulate(suite.WORKLOADS_DIR / w.script, prof["argv"], trace_dir=trace_dir)
+        if summary.exit_code:
+            raise SystemExit(f"{w.name}: emulation failed:\n{summary.error}")
+        df = estimate_trace(read_rank_trace(trace_dir, 0), gpu="h200", calibrated=False)
+        ops = df[(df.iteration == prof["iteration"]) & (df.kind == "kernel")]
+        ours = ops.assign(base=ops.op.map(_base)).groupby("base").agg(us=("duration_us", "sum"), n=("op", "size"), op=("op", "first"))
+        for key, m in prof["per_op"].items():
+            base = _base(PROFILER_TO_TRACE.get(key, key))
+            if base not in ours.index:
+                continue
+            o = ours.loc[base]
+            family = family_of(o.op)
+            if family is None or abs(o.n - m["count"]) > 0.1 * m["count"]:
+                continue
+            measured_by_family[family] += m["self_device_us"]
+            estimated_by_family[family] += o.us
+            used.append((w.name, base, m["self_device_us"], o.us))
+        print(f"{w.name}: paired {sum(1 for u in used if u[0] == w.name)} ops", flush=True)
+    scales = {f: round(measured_by_family[f] / estimated_by_family[f], 4) for f in sorted(measured_by_family)}
+    for f, s in scales.items():
+        print(f"  {f:12s} measured {measured_by_family[f] / 1e3:8.2f} ms  estimated {estimated_by_family[f] / 1e3:8.2f} ms  factor {s}")
+    if args.write:
+        out = ROOT / "maya" / "estimator" / "data" / "h200" / "calibration.json"
+        out.write_text(json.dumps({
+            "family_scale": scales,
+            "source": "python benchmarks/calibrate.py --write, from benchmarks/gpu/op_times_h200 (calibration workloads only)",
+            "paired_ops": len(used),
+        }, indent=2) + "\n")
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

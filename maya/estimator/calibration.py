@@ -1,0 +1,29 @@
+"""Per-family scale factors that carry isolated-op profiles over to ops inside a training step.
+
+An op timed alone (`maya profile`: random N(0,1) inputs, one launch after an L2 flush) does not run
+at the speed it runs inside a training iteration: GEMMs run faster on training data (their power
+draw, and so the clock, depends on the data), and memory-bound ops meet strided, broadcast and
+mixed-dtype operands the profile grid covers thinly. `benchmarks/calibrate.py` measures, on the
+calibration workloads only (never the held-out ones), the ratio of profiled GPU time per op family
+(`benchmarks/gpu/op_times_h200`) to Maya's estimate, and writes it to
+`data/<gpu>/calibration.json`. The estimator multiplies exact and CatBoost estimates of a family by
+its factor; the same factor applies to every workload.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+_DATA = Path(__file__).parent / "data"
+
+
+@functools.cache
+def family_scales(gpu: str = "h200") -> dict[str, float]:
+    """Family -> factor for `gpu` (the H200's for GPUs without their own); empty when uncalibrated."""
+    for key in (gpu, "h200"):
+        path = _DATA / key / "calibration.json"
+        if path.exists():
+            return {k: float(v) for k, v in json.loads(path.read_text())["family_scale"].items()}
+    return {}
