@@ -37,6 +37,8 @@ MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
 autograd engine's backward thread gets its own (seen on the H200: benchmarks/gpu/op_timelines_h200)."""
 ALLOCATION_OPS = frozenset({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided", "aten::resize_", "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor"})
 """Ops that only allocate or re-point storage: memory is tracked, no kernel is recorded."""
+CONV_OPS = frozenset({"aten::convolution", "aten::convolution_backward"})
+"""Ops that run through cuDNN convolution, whose float32 form uses TF32 when cudnn.allow_tf32 is on."""
 COPY_OPS = frozenset({"aten::_to_copy", "aten::copy_"})
 PIN_OPS = frozenset({"aten::_pin_memory", "aten::pin_memory"})
 
@@ -67,6 +69,14 @@ def _launches_nothing(func: torch._ops.OpOverload) -> bool:
     mutates = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
     returns_tensor = any("Tensor" in str(r.type) for r in returns)
     return not mutates and not returns_tensor
+
+
+def _tf32_permission(name: str) -> bool | None:
+    if name in MATMUL_OPS:
+        return torch.backends.cuda.matmul.allow_tf32
+    if name in CONV_OPS:
+        return torch.backends.cudnn.allow_tf32
+    return None
 
 
 def _on_gpu(t: torch.Tensor) -> bool:
@@ -141,6 +151,7 @@ class Recorder(TorchDispatchMode):
             inputs=tuple(input_metas),
             outputs=tuple(map(tensor_meta, outputs)),
             attrs=attrs,
+            allow_tf32=_tf32_permission(name),
         )
         if phase is Phase.FORWARD and torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
             # Autograd created this op's node just before dispatching here: remember its module.

@@ -110,6 +110,7 @@ class EmulationState:
         outputs: tuple = (),
         attrs: dict | None = None,
         collective: tuple | None = None,
+        allow_tf32: bool | None = None,
     ) -> None:
         """Append one trace row; `inputs`/`outputs` are tuples of (shape, dtype, stride)."""
         s = self.allocator.stats
@@ -129,6 +130,7 @@ class EmulationState:
                 s.allocated_bytes,
                 s.reserved_bytes,
                 collective,
+                allow_tf32,
             )
         )
 
@@ -144,7 +146,7 @@ class EmulationState:
 
 ROW_FIELDS = (
     "seq", "iteration", "kind", "op", "phase", "module", "stream", "event_id",
-    "inputs", "outputs", "attrs", "allocated_bytes", "reserved_bytes", "collective",
+    "inputs", "outputs", "attrs", "allocated_bytes", "reserved_bytes", "collective", "allow_tf32",
 )
 """Order of the values in each `EmulationState.rows` tuple."""
 

@@ -65,6 +65,7 @@ def rows_to_table(rows: list[tuple]) -> pa.Table:
             flops, nbytes = 0.0, 0
         cols["flops"].append(float(flops))
         cols["bytes"].append(int(nbytes))
+        cols["allow_tf32"].append(r[idx["allow_tf32"]])
         coll = r[idx["collective"]]
         for j, name in enumerate(_COLLECTIVE_FIELDS):
             cols[name].append(coll[j] if coll is not None else None)

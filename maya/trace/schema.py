@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from maya.emulator.events import EventKind, Phase
 
-TRACE_SCHEMA_VERSION = 1
+TRACE_SCHEMA_VERSION = 2
 """Bumped whenever a column is added, removed or changes meaning."""
 
 __all__ = ["COLUMN_NAMES", "TRACE_SCHEMA", "TRACE_SCHEMA_VERSION", "EventKind", "Phase"]
@@ -48,6 +48,9 @@ TRACE_SCHEMA = pa.schema(
         pa.field("reduce_op", pa.string()),  # "sum", "avg", ... for reductions
         pa.field("peer", pa.int32()),  # global peer rank of send/recv, else null
         pa.field("async_op", pa.bool_()),  # issued with async_op=True (waited later)
+        # TF32 permission in force for a float32 matmul (torch.backends.cuda.matmul.allow_tf32) or
+        # convolution (torch.backends.cudnn.allow_tf32) when it was issued; null for other ops.
+        pa.field("allow_tf32", pa.bool_()),
     ]
 )
 
