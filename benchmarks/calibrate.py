@@ -8,7 +8,7 @@ estimates it without calibration, and pairs the measured GPU time of each aten o
 estimate of the same op. Only ops whose kernel counts agree within 10% are paired, so an op the
 emulation runs differently (a cuDNN RNN against its decomposition) cannot skew a family. A family's
 factor is its total measured time over its total estimated time, across all paired ops. `--write`
-stores the factors in maya/estimator/data/h200/calibration.json.
+stores the factors in maya/estimator/data/h200/models/calibration.json.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def main() -> None:
     from maya.trace import read_rank_trace
 
     p = argparse.ArgumentParser()
-    p.add_argument("--write", action="store_true", help="write maya/estimator/data/h200/calibration.json")
+    p.add_argument("--write", action="store_true", help="write maya/estimator/data/h200/models/calibration.json")
     args = p.parse_args()
     measured_by_family: dict[str, float] = collections.defaultdict(float)
     estimated_by_family: dict[str, float] = collections.defaultdict(float)
@@ -81,7 +81,7 @@ def main() -> None:
     for f, s in scales.items():
         print(f"  {f:12s} measured {measured_by_family[f] / 1e3:8.2f} ms  estimated {estimated_by_family[f] / 1e3:8.2f} ms  factor {s}")
     if args.write:
-        out = ROOT / "maya" / "estimator" / "data" / "h200" / "calibration.json"
+        out = ROOT / "maya" / "estimator" / "data" / "h200" / "models" / "calibration.json"
         out.write_text(json.dumps({
             "family_scale": scales,
             "source": "python benchmarks/calibrate.py --write, from benchmarks/gpu/op_times_h200 (calibration workloads only)",

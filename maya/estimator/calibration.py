@@ -6,8 +6,9 @@ draw, and so the clock, depends on the data), and memory-bound ops meet strided,
 mixed-dtype operands the profile grid covers thinly. `benchmarks/calibrate.py` measures, on the
 calibration workloads only (never the held-out ones), the ratio of profiled GPU time per op family
 (`benchmarks/gpu/op_times_h200`) to Maya's estimate, and writes it to
-`data/<gpu>/calibration.json`. The estimator multiplies exact and CatBoost estimates of a family by
-its factor; the same factor applies to every workload.
+`calibration.json` beside the models it was fitted for (`data/h200/models/`). The estimator
+multiplies exact and CatBoost estimates of a family by its factor; the same factor applies to every
+workload. A models directory without the file (one you fitted yourself) is used unscaled.
 """
 
 from __future__ import annotations
@@ -16,14 +17,13 @@ import functools
 import json
 from pathlib import Path
 
-_DATA = Path(__file__).parent / "data"
+CALIBRATION_FILE = "calibration.json"
 
 
 @functools.cache
-def family_scales(gpu: str = "h200") -> dict[str, float]:
-    """Family -> factor for `gpu` (the H200's for GPUs without their own); empty when uncalibrated."""
-    for key in (gpu, "h200"):
-        path = _DATA / key / "calibration.json"
-        if path.exists():
-            return {k: float(v) for k, v in json.loads(path.read_text())["family_scale"].items()}
-    return {}
+def family_scales(models_dir: Path) -> dict[str, float]:
+    """Family -> factor for the models in `models_dir`; empty when they carry no calibration."""
+    path = Path(models_dir) / CALIBRATION_FILE
+    if not path.exists():
+        return {}
+    return {k: float(v) for k, v in json.loads(path.read_text())["family_scale"].items()}

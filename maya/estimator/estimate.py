@@ -91,7 +91,7 @@ def estimate_trace(
     models = load_model_set(str(resolve_models_dir(gpu, models_dir)))
     duration_us, source, low_confidence = _estimate(
         table_or_df, models=models, target=load_gpu(gpu), exact=_exact_table(models, exact), allow_tf32=allow_tf32,
-        scales=family_scales(models.gpu.key) if calibrated else {},
+        scales=family_scales(models.models_dir) if calibrated else {},
     )
     if isinstance(table_or_df, pa.Table):
         frame = table_or_df.to_pandas(types_mapper=_arrow_backed_lists)
@@ -263,7 +263,7 @@ class _BatchEstimator:
         self._target = load_gpu(gpu)
         self._exact = _exact_table(self._models, exact)
         self._allow_tf32 = allow_tf32
-        self._scales = family_scales(self._models.gpu.key)
+        self._scales = family_scales(self._models.models_dir)
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
         duration_us, source, low_confidence = _estimate(
