@@ -23,8 +23,13 @@ PHASE_COST = {
     "optimizer": "aten_op_us",
 }
 """Trace phase -> host_overhead.json figure charged per kernel/memcpy/collective launch in that phase.
-Foreach and fused optimizer ops also pay `optimizer_foreach_per_tensor_us / 3` per tensor in their
-lists (the measured slope covers the ~3 list arguments an Adam foreach op walks)."""
+Foreach and fused optimizer ops also pay for the tensors in their lists; see `LIST_ENTRIES_PER_PARAMETER`."""
+
+LIST_ENTRIES_PER_PARAMETER = 12
+"""Tensor-list entries that the measured optimizer step walks per parameter: `host_overhead.py` times
+`Adam(foreach=True).step()`, whose foreach ops take lerp_ 2 lists, mul_ 1, addcmul_ 3, sqrt 1,
+div_ 1, add_ 1 and addcdiv_ 3. Its `optimizer_foreach_per_tensor_us` is host time per parameter,
+so one list entry of any foreach op costs that divided by 12."""
 
 
 @functools.cache
@@ -48,5 +53,6 @@ def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():
         n_tensors = df["input_shapes"].map(len).to_numpy()
-        host = np.where(foreach, host + costs["optimizer_foreach_per_tensor_us"] * n_tensors / 3.0, host)
+        per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
+        host = np.where(foreach, host + per_entry_us * n_tensors, host)
     return host
