@@ -22,6 +22,9 @@ class EventKind(str, enum.Enum):
     """`stream.wait_event(event)`: `stream` waits for `event_id`."""
     ITERATION_END = "iteration_end"
     """The end of an iteration (`optimizer.step()` returned, or `maya.mark_iteration()`)."""
+    HOST = "host"
+    """Host-only framework work whose CPU cost is calibrated by category, named by `op`
+    (`torch:checkpoint`: one activation-checkpoint region)."""
 
 
 class Phase(str, enum.Enum):

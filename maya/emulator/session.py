@@ -18,6 +18,7 @@ from maya.emulator import state as st
 from maya.emulator.autocast import install_autocast
 from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
 from maya.emulator.compat import install_compat
+from maya.emulator.events import EventKind
 from maya.emulator.cuda_api import install_cuda_api
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
 from maya.emulator.module_tracker import ModuleTracker
@@ -53,6 +54,7 @@ class EmulationSession:
             _patch_compile(patcher)
             self._tracker = ModuleTracker()
             self._hooks = _install_optimizer_hooks(state, self._tracker)
+            _patch_checkpoint(patcher, state, self._tracker)
             self._tracker.install()
             self._fake = EmulatorFakeMode(allow_non_fake_inputs=True)
             self._fake.__enter__()
@@ -177,6 +179,22 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
         if buf is not None:
             self._buffers[key] = fn(buf)
     return self
+
+
+def _patch_checkpoint(patcher: Patcher, state: EmulationState, tracker: ModuleTracker) -> None:
+    """Record each activation-checkpoint region as a host event: its Python bookkeeping (RNG state,
+    saved-tensor hooks, recomputation set-up) costs host time that no GPU op accounts for."""
+    import torch.utils.checkpoint as ckpt
+
+    original = ckpt.checkpoint
+
+    def checkpoint(function, *args, use_reentrant=None, **kwargs):
+        phase, module = tracker.current()
+        state.add_row(EventKind.HOST, "torch:checkpoint", phase=phase, module=module,
+                      attrs={"use_reentrant": use_reentrant})
+        return original(function, *args, use_reentrant=use_reentrant, **kwargs)
+
+    patcher.set(ckpt, "checkpoint", checkpoint)
 
 
 def _patch_compile(patcher: Patcher) -> None:

@@ -41,6 +41,10 @@ def host_overhead(gpu: str = "h200") -> dict[str, float]:
     return json.loads(path.read_text())["per_op_us"]
 
 
+HOST_EVENT_COST = {"torch:checkpoint": "checkpoint_region_us"}
+"""Host event op -> host_overhead.json figure it is charged."""
+
+
 def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
     """CPU time the issuing thread spends on each trace row, microseconds."""
     costs = host_overhead(gpu)
@@ -49,6 +53,9 @@ def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
     kind = df["kind"].to_numpy()
     launches = np.isin(kind, ["kernel", "memcpy", "collective"])
     host = np.where(launches, host, np.where(kind == "sync", costs["synchronize_us"], 0.0))
+    if (kind == "host").any():
+        event_cost = df["op"].map({op: costs.get(key, 0.0) for op, key in HOST_EVENT_COST.items()}).fillna(0.0)
+        host = np.where(kind == "host", event_cost.to_numpy(dtype=float), host)
     op = df["op"]
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():

@@ -34,7 +34,10 @@ METHOD = (
     "forward of a stack of nn.Linear(16, 16)+ReLU modules, per op; autograd_backward_op_us = "
     "loss.backward() of that stack, per backward op; optimizer_foreach_per_tensor_us and "
     "optimizer_step_fixed_us = slope and intercept of Adam(foreach=True).step() time against the "
-    "number of parameter tensors; synchronize_us = torch.cuda.synchronize() on an idle device."
+    "number of parameter tensors; checkpoint_region_us = extra host time per "
+    "torch.utils.checkpoint.checkpoint(use_reentrant=False) region of that stack (one Linear+ReLU "
+    "per region) over the plain step, less the recomputed ops charged as backward ops; "
+    "synchronize_us = torch.cuda.synchronize() on an idle device."
 )
 """How the numbers in host_overhead.json were measured."""
 
@@ -104,6 +107,8 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     per_op_us["autograd_backward_op_us"] = (both_wall - fwd_wall) * 1e6 / (n * backward_ops)
     kernel_ops["autograd_backward_op_us"] = backward_ops
 
+    per_op_us["checkpoint_region_us"] = _checkpoint_region_us(model, inp, n, sync, per_op_us["autograd_backward_op_us"])
+
     step_us = {}
     for n_params in (16, 128):
         params = [torch.nn.Parameter(torch.randn(TINY_FEATURES, device=device)) for _ in range(n_params)]
@@ -127,6 +132,33 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
         "device": str(device),
         "iterations": iterations,
     }
+
+
+def _checkpoint_region_us(
+    model: torch.nn.Sequential, inp: torch.Tensor, n: int, sync: Callable[[], None], backward_op_us: float
+) -> float:
+    """Host cost of one `torch.utils.checkpoint.checkpoint` region (use_reentrant=False), beyond the
+    recomputed ops, which Maya charges as backward ops: (checkpointed step - plain step) per region,
+    less the recomputed ops at `backward_op_us` each."""
+    from torch.utils.checkpoint import checkpoint
+
+    blocks = [torch.nn.Sequential(model[i], model[i + 1]) for i in range(0, len(model), 2)]
+
+    def plain() -> None:
+        x = inp.requires_grad_(True)
+        for block in blocks:
+            x = block(x)
+        x.sum().backward()
+
+    def checkpointed() -> None:
+        x = inp.requires_grad_(True)
+        for block in blocks:
+            x = checkpoint(block, x, use_reentrant=False)
+        x.sum().backward()
+
+    recomputed_ops = _count_ops(lambda: blocks[0](inp))
+    extra_s = _time_chain(checkpointed, n, sync) - _time_chain(plain, n, sync)
+    return extra_s * 1e6 / (n * len(blocks)) - recomputed_ops * backward_op_us
 
 
 def _count_ops(step: Callable[[], Any]) -> int:

@@ -122,7 +122,7 @@ class RankState:
                 if done > t:
                     t = done
                 end[i] = t
-            else:  # ITERATION_END: a host-side marker
+            else:  # ITERATION_END or HOST: host-side only (the host already paid host_us)
                 start[i] = end[i] = t
             i += 1
         self.pos, self.host_time_us = n, t

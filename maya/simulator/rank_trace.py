@@ -20,7 +20,7 @@ from maya.simulator.host_model import HostModel
 from maya.trace.schema import EventKind
 
 # Integer kind codes, in the order the simulator's loops test them.
-KERNEL, MEMCPY, COLLECTIVE, EVENT_RECORD, STREAM_WAIT, SYNC, ITERATION_END = range(7)
+KERNEL, MEMCPY, COLLECTIVE, EVENT_RECORD, STREAM_WAIT, SYNC, ITERATION_END, HOST = range(8)
 KIND_CODES = {
     EventKind.KERNEL.value: KERNEL,
     EventKind.MEMCPY.value: MEMCPY,
@@ -29,6 +29,7 @@ KIND_CODES = {
     EventKind.STREAM_WAIT.value: STREAM_WAIT,
     EventKind.SYNC.value: SYNC,
     EventKind.ITERATION_END.value: ITERATION_END,
+    EventKind.HOST.value: HOST,
 }
 KIND_NAMES = {code: name for name, code in KIND_CODES.items()}
 

@@ -75,6 +75,8 @@ def test_activation_checkpointing_recomputes_forward_in_backward(tmp_path, mode)
     bwd = _ops(ckpt, "backward")
     assert (bwd.op == "aten::_scaled_dot_product_cudnn_attention").sum() == 2  # recomputed per layer
     assert ckpt.peak_allocated_bytes < plain.peak_allocated_bytes
+    trace = read_rank_trace(ckpt.trace_dir, 0).to_pandas()
+    assert list(trace[trace.kind == "host"].op) == ["torch:checkpoint"] * 2  # one region per layer
 
 
 def test_gradient_accumulation_doubles_forward_work(scripts, tmp_path):
