@@ -71,6 +71,12 @@ def _launches_nothing(func: torch._ops.OpOverload) -> bool:
     return not mutates and not returns_tensor
 
 
+def _remember(registry: dict[int, weakref.ref], t: torch.Tensor) -> None:
+    """Note `t` in an id-keyed registry; the entry leaves when the tensor dies."""
+    key = id(t)
+    registry[key] = weakref.ref(t, lambda _ref: registry.pop(key, None))
+
+
 def _tf32_permission(name: str) -> bool | None:
     if name in MATMUL_OPS:
         return torch.backends.cuda.matmul.allow_tf32
@@ -107,7 +113,7 @@ class Recorder(TorchDispatchMode):
         if func is aten._local_scalar_dense.default:
             return self._item(args[0])
         if name in PIN_OPS:
-            self._pinned[id(args[0])] = weakref.ref(args[0])
+            _remember(self._pinned, args[0])
             return args[0]
         if func is aten.is_pinned.default:
             return self._is_pinned(args[0])
@@ -128,7 +134,7 @@ class Recorder(TorchDispatchMode):
         if _launches_nothing(func):
             return out
         if name.startswith("aten::all") and isinstance(out, torch.Tensor):
-            self._all_results[id(out)] = weakref.ref(out)
+            _remember(self._all_results, out)
         inputs = flatten_tensors(args, kwargs)
         outputs = flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
         if not any(map(_on_gpu, outputs)) and not any(map(_on_gpu, inputs)):
