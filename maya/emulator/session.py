@@ -29,6 +29,10 @@ from maya.emulator.state import EmulationState, RankConfig
 
 log = logging.getLogger(__name__)
 
+# PyTorch's autograd engine sizes its device queues at the process's first backward pass, so the
+# proxy device is registered as soon as the emulator is imported, before any user code can run one.
+install_backend()
+
 
 class EmulationSession:
     """Context manager: inside it, torch.cuda is the emulated GPU of `config`."""
