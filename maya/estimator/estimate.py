@@ -188,7 +188,8 @@ def _estimate_unique(
         rows = np.flatnonzero((family == name) & np.isnan(duration_us))
         if len(rows):
             x = features.iloc[rows][list(features_for_family(name))]
-            duration_us[rows] = np.exp(model.predict(x))
+            roofline_us = np.exp2(features["log2_roofline_us"].to_numpy()[rows])
+            duration_us[rows] = np.exp(model.predict(x)) * roofline_us  # fit_report.TARGET
             source[rows] = EstimateSource.CATBOOST.value
 
     flops = np.asarray(table.column("flops").fill_null(0), dtype=np.float64)

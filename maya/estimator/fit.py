@@ -4,7 +4,8 @@
 
 reads `<profile_dir>/*.parquet` (the profiler's `<family>.parquet` files and `exact.parquet`) and
 writes `<out_dir>/<family>.cbm`, `<out_dir>/exact_durations.parquet` and `<out_dir>/fit_report.json`.
-Each model predicts log(duration_us) from `features.extract_features`. Whole signatures are held out
+Each model predicts log(duration_us / roofline_us) (`fit_report.TARGET`) from
+`features.extract_features`. Whole signatures are held out
 (seeded), so held-out metrics measure shapes the model never saw. The shipped model is then refitted
 on all rows with the same settings.
 """
@@ -151,7 +152,8 @@ def fit_models(
         names = list(features_for_family(family))
         categorical = [name for name in names if name in CATEGORICAL_FEATURES]
         x = features.iloc[rows][names].reset_index(drop=True)
-        y = np.log(measured[rows])
+        roofline_us = np.exp2(features["log2_roofline_us"].to_numpy()[rows])
+        y = np.log(measured[rows] / roofline_us)  # fit_report.TARGET
         held = holdout_mask(keys[rows], holdout_fraction, seed)
         metrics: dict[str, float | None] = dict.fromkeys(("mape", "median_ape", "time_weighted_error"))
         roofline_error = None
@@ -159,7 +161,7 @@ def fit_models(
             model = _regressor(catboost, iterations=iterations, seed=seed, thread_count=thread_count,
                                categorical=categorical)
             model.fit(x[~held], y[~held])
-            predicted = np.exp(model.predict(x[held]))
+            predicted = np.exp(model.predict(x[held])) * roofline_us[held]
             metrics = error_metrics(predicted, measured[rows][held])
             peak = peak_flops_per_s(spec, features["dtype"].to_numpy()[rows][held], families[rows][held])
             roofline = roofline_duration_us(flops[rows][held], bytes_[rows][held], peak,

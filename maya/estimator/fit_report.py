@@ -15,6 +15,12 @@ from pathlib import Path
 REPORT_FILE = "fit_report.json"
 """File name of the report inside a models directory."""
 
+TARGET = "log(duration_us / roofline_us)"
+"""What every model predicts: the log of measured time over the op's roofline time on the profiled
+GPU. Tree models cannot extrapolate beyond the sizes they were trained on; a ratio to the roofline
+stays bounded, so a 3-billion-parameter optimizer step is predicted from the achieved bandwidth of
+smaller ones instead of saturating at the largest time seen."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FamilyFit:
@@ -71,9 +77,13 @@ class FitReport:
     thread_count: int
     """CatBoost threads (fixed, so that training is deterministic)."""
     families: dict[str, FamilyFit] = field(default_factory=dict)
+    target: str = TARGET
+    """What the models predict (`TARGET`); models fitted for another target are refused."""
     """Family name -> its model's report."""
 
     def __post_init__(self) -> None:
+        if self.target != TARGET:
+            raise ValueError(f"models predict {self.target!r}, this Maya expects {TARGET!r}; refit them with `maya fit`")
         if not 0.0 <= self.holdout_fraction < 1.0:
             raise ValueError(f"holdout_fraction={self.holdout_fraction} must be in [0, 1)")
 
@@ -87,6 +97,7 @@ class FitReport:
     def load(cls, models_dir: str | os.PathLike) -> FitReport:
         """Read `<models_dir>/fit_report.json`."""
         raw = json.loads((Path(models_dir) / REPORT_FILE).read_text())
+        raw.setdefault("target", "log(duration_us)")  # reports from before the target was recorded
         families = {
             name: FamilyFit(**{k: tuple(v) if isinstance(v, list) else v for k, v in fit.items()})
             for name, fit in raw.pop("families").items()
