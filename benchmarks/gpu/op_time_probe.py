@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "validation"))
@@ -33,9 +33,6 @@ def main():
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         state = {"step": 0, "t0": None, "wall_s": None}
 
-        def pre(*a):
-            pass
-
         def post(*a):
             state["step"] += 1
             if state["step"] == args.iteration:  # iteration `iteration` starts after this step
@@ -47,7 +44,7 @@ def main():
                 state["wall_s"] = time.perf_counter() - state["t0"]
                 prof.stop()
 
-        hooks = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+        hooks = [register_optimizer_step_post_hook(post)]
         sys.argv = [str(suite.WORKLOADS_DIR / w.script), *w.argv, "--steps", "3", "--warmup", "4"]
         try:
             runpy.run_path(sys.argv[0], run_name="__main__")
