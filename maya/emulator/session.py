@@ -194,9 +194,12 @@ def _patch_checkpoint(patcher: Patcher, state: EmulationState, tracker: ModuleTr
 
     def checkpoint(function, *args, use_reentrant=None, **kwargs):
         phase, module = tracker.current()
+        first = len(state.rows)
+        out = original(function, *args, use_reentrant=use_reentrant, **kwargs)
+        ops = sum(1 for row in state.rows[first:] if row[2] == EventKind.KERNEL.value)
         state.add_row(EventKind.HOST, "torch:checkpoint", phase=phase, module=module,
-                      attrs={"use_reentrant": use_reentrant})
-        return original(function, *args, use_reentrant=use_reentrant, **kwargs)
+                      attrs={"use_reentrant": use_reentrant, "ops": ops})
+        return out
 
     patcher.set(ckpt, "checkpoint", checkpoint)
 

@@ -41,8 +41,9 @@ def host_overhead(gpu: str = "h200") -> dict[str, float]:
     return json.loads(path.read_text())["per_op_us"]
 
 
-HOST_EVENT_COST = {"torch:checkpoint": "checkpoint_region_us"}
-"""Host event op -> host_overhead.json figure it is charged."""
+HOST_EVENT_COST = {"torch:checkpoint": ("checkpoint_region_us", "checkpoint_per_op_us")}
+"""Host event op -> (fixed, per-op) host_overhead.json figures it is charged; the per-op figure is
+multiplied by the event's `ops` attribute (the GPU ops its region ran, recomputed in backward)."""
 
 
 def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
@@ -53,9 +54,11 @@ def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
     kind = df["kind"].to_numpy()
     launches = np.isin(kind, ["kernel", "memcpy", "collective"])
     host = np.where(launches, host, np.where(kind == "sync", costs["synchronize_us"], 0.0))
-    if (kind == "host").any():
-        event_cost = df["op"].map({op: costs.get(key, 0.0) for op, key in HOST_EVENT_COST.items()}).fillna(0.0)
-        host = np.where(kind == "host", event_cost.to_numpy(dtype=float), host)
+    host_rows = np.flatnonzero(kind == "host")
+    for i in host_rows:
+        fixed_key, per_op_key = HOST_EVENT_COST.get(df["op"].iat[i], (None, None))
+        ops = json.loads(df["attrs"].iat[i] or "{}").get("ops", 0)
+        host[i] = costs.get(fixed_key, 0.0) + costs.get(per_op_key, 0.0) * ops
     op = df["op"]
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():

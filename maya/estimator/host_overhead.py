@@ -34,9 +34,10 @@ METHOD = (
     "forward of a stack of nn.Linear(16, 16)+ReLU modules, per op; autograd_backward_op_us = "
     "loss.backward() of that stack, per backward op; optimizer_foreach_per_tensor_us and "
     "optimizer_step_fixed_us = slope and intercept of Adam(foreach=True).step() time against the "
-    "number of parameter tensors; checkpoint_region_us = extra host time per "
-    "torch.utils.checkpoint.checkpoint(use_reentrant=False) region of that stack (one Linear+ReLU "
-    "per region) over the plain step, less the recomputed ops charged as backward ops; "
+    "number of parameter tensors; checkpoint_region_us and checkpoint_per_op_us = fixed and "
+    "per-recomputed-op extra host time of a torch.utils.checkpoint.checkpoint(use_reentrant=False) "
+    "region over the plain step (less the recomputed ops charged as backward ops), from a line "
+    "through two block kinds (Linear+ReLU, and a small transformer block); "
     "synchronize_us = torch.cuda.synchronize() on an idle device."
 )
 """How the numbers in host_overhead.json were measured."""
@@ -107,7 +108,9 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     per_op_us["autograd_backward_op_us"] = (both_wall - fwd_wall) * 1e6 / (n * backward_ops)
     kernel_ops["autograd_backward_op_us"] = backward_ops
 
-    per_op_us["checkpoint_region_us"] = _checkpoint_region_us(model, inp, n, sync, per_op_us["autograd_backward_op_us"])
+    fixed, per_op = _checkpoint_costs_us(device, n, sync, per_op_us["autograd_backward_op_us"])
+    per_op_us["checkpoint_region_us"] = fixed
+    per_op_us["checkpoint_per_op_us"] = per_op
 
     step_us = {}
     for n_params in (16, 128):
@@ -134,31 +137,62 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     }
 
 
-def _checkpoint_region_us(
-    model: torch.nn.Sequential, inp: torch.Tensor, n: int, sync: Callable[[], None], backward_op_us: float
-) -> float:
-    """Host cost of one `torch.utils.checkpoint.checkpoint` region (use_reentrant=False), beyond the
-    recomputed ops, which Maya charges as backward ops: (checkpointed step - plain step) per region,
-    less the recomputed ops at `backward_op_us` each."""
+class _AttentionBlock(torch.nn.Module):
+    """A pre-norm transformer block on tiny tensors: enough ops per region to separate the per-op
+    share of a checkpoint region's host cost from its fixed share."""
+
+    def __init__(self, width: int = TINY_FEATURES, heads: int = 2) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+        self.qkv, self.proj = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.fc, self.out = torch.nn.Linear(width, 4 * width), torch.nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in self.qkv(self.ln1(x)).split(c, 2))
+        x = x + self.proj(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, c))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+def _checkpoint_costs_us(
+    device: torch.device, n: int, sync: Callable[[], None], backward_op_us: float
+) -> tuple[float, float]:
+    """(fixed, per recomputed op) host cost of a `torch.utils.checkpoint.checkpoint` region
+    (use_reentrant=False) beyond its recomputed ops, which Maya charges as backward ops.
+
+    Measured as (checkpointed step - plain step) per region for two block kinds, Linear+ReLU and a
+    small transformer block, less the recomputed ops at `backward_op_us`; a line through the two
+    points gives the fixed and per-op shares.
+    """
     from torch.utils.checkpoint import checkpoint
 
-    blocks = [torch.nn.Sequential(model[i], model[i + 1]) for i in range(0, len(model), 2)]
+    points = []
+    for make, shape in (
+        (lambda: torch.nn.Sequential(torch.nn.Linear(TINY_FEATURES, TINY_FEATURES), torch.nn.ReLU()), (1, TINY_FEATURES)),
+        (_AttentionBlock, (1, 8, TINY_FEATURES)),
+    ):
+        blocks = [make().to(device) for _ in range(MODULE_DEPTH)]
+        inp = torch.randn(*shape, device=device)
 
-    def plain() -> None:
-        x = inp.requires_grad_(True)
-        for block in blocks:
-            x = block(x)
-        x.sum().backward()
+        def plain() -> None:
+            x = inp.requires_grad_(True)
+            for block in blocks:
+                x = block(x)
+            x.sum().backward()
 
-    def checkpointed() -> None:
-        x = inp.requires_grad_(True)
-        for block in blocks:
-            x = checkpoint(block, x, use_reentrant=False)
-        x.sum().backward()
+        def checkpointed() -> None:
+            x = inp.requires_grad_(True)
+            for block in blocks:
+                x = checkpoint(block, x, use_reentrant=False)
+            x.sum().backward()
 
-    recomputed_ops = _count_ops(lambda: blocks[0](inp))
-    extra_s = _time_chain(checkpointed, n, sync) - _time_chain(plain, n, sync)
-    return extra_s * 1e6 / (n * len(blocks)) - recomputed_ops * backward_op_us
+        ops = _count_ops(lambda: blocks[0](inp))
+        extra_s = _time_chain(checkpointed, n, sync) - _time_chain(plain, n, sync)
+        points.append((ops, extra_s * 1e6 / (n * len(blocks)) - ops * backward_op_us))
+    (ops_a, cost_a), (ops_b, cost_b) = points
+    per_op = (cost_b - cost_a) / (ops_b - ops_a)
+    return cost_a - per_op * ops_a, per_op
 
 
 def _count_ops(step: Callable[[], Any]) -> int:
