@@ -103,6 +103,7 @@ class Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        self.state.dispatched_ops += 1
         name = _op_name(func)
         if kwargs:
             device = kwargs.get("device")
