@@ -77,7 +77,6 @@ class EmulationState:
     """(stream, on the autograd thread) pairs that already hold a cuBLAS workspace."""
     streams: dict[int, object] = field(default_factory=dict)
     """Stream objects handed out for ids (current_stream/default_stream return the same object)."""
-    warnings: list[str] = field(default_factory=list)
     dispatched_ops: int = 0
     """aten ops that reached the recorder (views and CPU ops included): the emulation-speed unit."""
 
