@@ -1,0 +1,31 @@
+"""Host-overhead charges per trace row, computed by hand from the shipped H200 measurements."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from maya.estimator.host_cost import LIST_ENTRIES_PER_PARAMETER, host_costs_us, host_overhead
+
+
+def test_each_kind_of_row_pays_its_measured_cost():
+    c = host_overhead("h200")
+    rows = pd.DataFrame(
+        {
+            "kind": ["kernel", "kernel", "kernel", "sync", "event_record", "host", "kernel"],
+            "phase": ["forward", "backward", "other", "forward", "forward", "forward", "optimizer"],
+            "op": ["aten::mm", "aten::mm", "aten::add.Tensor", "cuda:item", "cuda:event_record",
+                   "torch:checkpoint", "aten::_foreach_mul_.Scalar"],
+            "input_shapes": [[[2, 2], [2, 2]], [[2, 2], [2, 2]], [[2], [2]], [], [], [], [[4]] * 24],
+            "attrs": [None, None, None, None, None, json.dumps({"ops": 10}), None],
+        }
+    )
+    host = host_costs_us(rows)
+    assert host[0] == pytest.approx(c["module_forward_op_us"])
+    assert host[1] == pytest.approx(c["autograd_backward_op_us"])
+    assert host[2] == pytest.approx(c["aten_op_us"])
+    assert host[3] == pytest.approx(c["synchronize_us"])
+    assert host[4] == 0.0
+    assert host[5] == pytest.approx(c["checkpoint_region_us"] + 10 * c["checkpoint_per_op_us"])
+    per_entry = c["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
+    assert host[6] == pytest.approx(c["aten_op_us"] + 24 * per_entry)
