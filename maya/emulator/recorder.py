@@ -18,7 +18,12 @@ import functools
 import weakref
 
 import torch
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensor
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensor,
+    UnsupportedOperatorException,
+)
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from maya.emulator.allocator import EmulatedOutOfMemory
@@ -122,6 +127,8 @@ class Recorder(TorchDispatchMode):
             out = func(*args, **kwargs)
         except DynamicOutputShapeException:
             out = self._select_all(func, name, args, kwargs)
+        except UnsupportedOperatorException:
+            raise self._unsupported(name, "it has no fake (meta) implementation to compute its output shapes") from None
         except DataDependentOutputException as e:
             if func is aten.equal.default:
                 return True

@@ -184,3 +184,9 @@ def test_huggingface_llama_uses_sdpa_gqa_without_a_mask(scripts, tmp_path):
     attn = ops[ops.op == "aten::_scaled_dot_product_cudnn_attention"]
     assert all(list(shapes[1])[1] == 2 for shapes in attn.input_shapes)
     assert not ops.op.isin(["aten::bitwise_not", "aten::masked_fill.Scalar"]).any()
+
+
+def test_an_op_without_a_fake_implementation_is_named_with_its_module_path(scripts, tmp_path):
+    s = maya.emulate(scripts / "custom_op.py", trace_dir=tmp_path / "t")
+    assert s.exit_code == 1
+    assert "Maya cannot emulate userlib::scale (module path: inner)" in s.error
