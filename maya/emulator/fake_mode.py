@@ -97,8 +97,25 @@ def _repr(self: FakeTensor, *, tensor_contents: object = None) -> str:
     )
 
 
+_tensor_device = torch._C.TensorBase.device.__get__
+
+
+def _subclass_device(self: torch.Tensor) -> torch.device:
+    d = _tensor_device(self)
+    if d.type == INTERNAL_TYPE and _view.internal_depth == 0:
+        return _user_device[0]
+    return d
+
+
 def patch_fake_tensor(patcher: Patcher) -> None:
-    """Make FakeTensor answer `device`, `is_cuda` and `repr` the way a CUDA tensor would."""
+    """Make FakeTensor answer `device`, `is_cuda` and `repr` the way a CUDA tensor would.
+
+    Wrapper subclasses over fake tensors (DTensor) take their C++ device from the fake tensor
+    inside; they report `cuda:N` to Python code the same way.
+    """
+    from torch.distributed.tensor import DTensor
+
+    patcher.set(DTensor, "device", property(_subclass_device))
     patcher.set(FakeTensor, "device", property(_device, _device_setter))
     patcher.set(FakeTensor, "is_cuda", property(_is_cuda))
     patcher.set(FakeTensor, "__repr__", _repr)

@@ -19,6 +19,7 @@ import weakref
 
 import torch
 from torch._subclasses.fake_tensor import (
+    unset_fake_temporarily,
     DataDependentOutputException,
     DynamicOutputShapeException,
     FakeTensor,
@@ -29,7 +30,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from maya.emulator.allocator import EmulatedOutOfMemory
 from maya.emulator.attrs import encode_call, flatten_tensors, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
+from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
+from maya.emulator.host_tensors import runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.state import EmulationState
 
@@ -116,6 +119,9 @@ class Recorder(TorchDispatchMode):
                 kwargs = {**kwargs, "device": INTERNAL_DEVICE}
             if kwargs.get("pin_memory"):
                 kwargs = {**kwargs, "pin_memory": False}
+        if runs_on_host(func, args, kwargs):
+            with unset_fake_temporarily():
+                return func(*args, **kwargs)
         if func is aten._local_scalar_dense.default:
             return self._item(args[0])
         if name in PIN_OPS:
@@ -153,6 +159,11 @@ class Recorder(TorchDispatchMode):
             phase = Phase.OPTIMIZER
         self._allocate(outputs, name, phase)
         if name in ALLOCATION_OPS:
+            return out
+        if state.nccl.pending:
+            state.nccl.wait_for_tensors(inputs + outputs)
+        if func.namespace in COLLECTIVE_NAMESPACES:
+            record_functional_collective(func, args, kwargs, out)
             return out
         if name in COPY_OPS and self._record_copy(name, args, kwargs, inputs, outputs, phase, module):
             return out

@@ -20,8 +20,10 @@ from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
 from maya.emulator.compat import install_compat
 from maya.emulator.events import EventKind
 from maya.emulator.cuda_api import install_cuda_api
+from maya.emulator.distributed import install_distributed
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
 from maya.emulator.module_tracker import ModuleTracker
+from maya.emulator.nccl import NcclRuntime
 from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder
 from maya.emulator.sdpa import install_sdpa
@@ -57,6 +59,8 @@ class EmulationSession:
             install_compat(patcher)
             _patch_compile(patcher)
             self._tracker = ModuleTracker()
+            state.nccl = NcclRuntime(state, self._tracker)
+            install_distributed(patcher)
             self._hooks = _install_optimizer_hooks(state, self._tracker)
             _patch_checkpoint(patcher, state, self._tracker)
             self._tracker.install()

@@ -78,6 +78,10 @@ class EmulationState:
     streams: dict[int, object] = field(default_factory=dict)
     """Stream objects handed out for ids (current_stream/default_stream return the same object)."""
     dispatched_ops: int = 0
+    nccl: object = None
+    """The rank's `NcclRuntime` (streams, sequence numbers, pending calls), set by the session."""
+    groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    """Every process group the script created, member or not: (group name, global ranks)."""
     """aten ops that reached the recorder (views and CPU ops included): the emulation-speed unit."""
 
     def __post_init__(self) -> None:

@@ -1,0 +1,285 @@
+"""`install_distributed`: torch.distributed under emulation uses Maya's fake NCCL process group.
+
+- `init_process_group` with "nccl", no backend, or "cuda:nccl,cpu:gloo" creates an
+  `EmulatedProcessGroup` with this rank's RANK and WORLD_SIZE; no rendezvous happens (an in-process
+  store replaces TCP), so `init_method` and `MASTER_ADDR` are accepted and ignored.
+- `new_group(backend=...)` and `split_group` create emulated groups; `get_backend` answers "nccl".
+- Object collectives (`all_gather_object`, `broadcast_object_list`, ...) return what a symmetric
+  program would see: every rank's object equals this rank's (pickled and unpickled, as NCCL would
+  carry it), and a broadcast list keeps this rank's values. Their NCCL calls and the host sync are
+  recorded.
+- DDP's cross-rank parameter-shape check, which reads tensor data, is skipped: every emulated rank
+  runs the same program.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from maya.emulator import state as st
+from maya.emulator.events import EventKind
+from maya.emulator.patcher import Patcher
+from maya.emulator.process_group import BACKEND_NAME, EmulatedProcessGroup, EmulatedWork, register_backend
+
+_SIZE_BYTES = 8
+"""Object collectives first exchange each object's pickled size as one int64."""
+
+
+def install_distributed(patcher: Patcher) -> None:
+    """Patch torch.distributed for one emulation; `patcher.restore()` tears the groups down."""
+    register_backend()
+    original_init = c10d.init_process_group
+    original_new_group = c10d.new_group
+
+    def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                           group_name="", pg_options=None, device_id=None, **kwargs):
+        config = st.active().config
+        _check_backend(backend)
+        if world_size not in (-1, config.world_size) or rank not in (-1, config.rank):
+            raise ValueError(
+                f"init_process_group(rank={rank}, world_size={world_size}) does not match the emulated launch "
+                f"(RANK={config.rank}, WORLD_SIZE={config.world_size})"
+            )
+        kwargs = {"timeout": timeout} if timeout is not None else {}
+        return original_init(
+            backend=BACKEND_NAME, store=dist.HashStore(), rank=config.rank, world_size=config.world_size,
+            group_name=group_name, **kwargs,
+        )
+
+    def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
+                  group_desc=None, device_id=None):
+        _check_backend(backend)
+        return original_new_group(
+            ranks=ranks, timeout=timeout, use_local_synchronization=use_local_synchronization, group_desc=group_desc,
+        )
+
+    def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None, group_desc=None, backend=None):
+        """Every split becomes a `new_group` of its global ranks; returns the one holding this rank."""
+        parent = parent_pg or c10d._get_default_group()
+        parent_ranks = dist.get_process_group_ranks(parent)
+        mine = None
+        for split in split_ranks or []:
+            group = new_group([parent_ranks[r] for r in split], timeout=timeout, group_desc=group_desc)
+            if group is not None and group != dist.GroupMember.NON_GROUP_MEMBER:
+                mine = group
+        return mine
+
+    original_get_backend = c10d.get_backend
+
+    def get_backend(group=None):
+        name = original_get_backend(group)
+        return "nccl" if str(name) == BACKEND_NAME else name
+
+    replacements = {
+        "init_process_group": init_process_group,
+        "new_group": new_group,
+        "split_group": split_group,
+        "get_backend": get_backend,
+        "is_nccl_available": lambda: True,
+        "all_gather_object": all_gather_object,
+        "broadcast_object_list": broadcast_object_list,
+        "gather_object": gather_object,
+        "scatter_object_list": scatter_object_list,
+    }
+    import torch.distributed.device_mesh as device_mesh
+
+    for name, fn in replacements.items():
+        patcher.set(c10d, name, fn)
+        patcher.set(dist, name, fn)
+        if hasattr(device_mesh, name):
+            patcher.set(device_mesh, name, fn)
+    original_batch = c10d.batch_isend_irecv
+
+    def batch_isend_irecv(p2p_op_list):
+        """ProcessGroupNCCL posts the list as one NCCL group; every returned work waits for all of it."""
+        group = _group(p2p_op_list[0].group if p2p_op_list else None)
+        runtime = st.active().nccl
+        runtime.start_batch(group.group_name)
+        try:
+            works = original_batch(p2p_op_list)
+        finally:
+            event = runtime.end_batch(group.group_name)
+        return [EmulatedWork(runtime, event, []) for _ in works]
+
+    patcher.set(c10d, "batch_isend_irecv", batch_isend_irecv)
+    patcher.set(dist, "batch_isend_irecv", batch_isend_irecv)
+    _patch_ddp_buckets(patcher)
+    import torch.nn.parallel.distributed as ddp
+
+    patcher.set(ddp, "_verify_param_shape_across_processes", lambda *args, **kwargs: None)
+    patcher.add_cleanup(_destroy_groups)
+
+
+def _patch_ddp_buckets(patcher: Patcher) -> None:
+    """Give DDP, from its first iteration, the buckets it would rebuild after it.
+
+    DDP starts with one bucket holding every gradient, then after the first iteration rebuilds its
+    buckets in the order gradients became ready (a 1 MiB first bucket, then `bucket_cap_mb`),
+    agreeing on that order across ranks through tensor data, which fake tensors do not have. The
+    emulation builds the rebuilt buckets up front, taking the ready order to be the reverse of
+    parameter registration (the backward order of a model whose modules run in the order they are
+    defined), and skips the rebuild.
+    """
+    import torch.nn.parallel.distributed as ddp
+
+    original_assign = dist._compute_bucket_assignment_by_size
+
+    def limits(self, static_graph, find_unused_parameters):
+        if self.has_custom_per_bucket_caps:
+            caps = list(self.per_bucket_bytes_caps)
+            return caps, caps
+        if self.first_bucket_bytes_cap < self.bucket_bytes_cap:
+            return [self.first_bucket_bytes_cap, self.bucket_bytes_cap], []
+        return [self.bucket_bytes_cap], []
+
+    def assign_in_ready_order(tensors, size_limits, expect_sparse_gradient=(), tensor_indices=()):
+        order = list(reversed(range(len(tensors))))
+        sparse = [expect_sparse_gradient[i] for i in order] if expect_sparse_gradient else []
+        buckets, caps = original_assign([tensors[i] for i in order], size_limits, sparse)
+        # DDP reverses the list it gets back, which puts the first-ready bucket first again.
+        return [[order[j] for j in b] for b in reversed(buckets)], list(reversed(caps))
+
+    config = getattr(ddp, "_BucketCapacityConfig", None)  # torch >= 2.12; older releases bucket in one go
+    if config is not None:
+        patcher.set(config, "compute_bucket_size_limits", limits)
+    patcher.set(dist, "_compute_bucket_assignment_by_size", assign_in_ready_order)
+    patcher.set(dist.Reducer, "_rebuild_buckets", lambda self: False)
+
+
+def _check_backend(backend: object) -> None:
+    if backend is None:
+        return
+    text = str(backend).lower()
+    names = {part.split(":")[-1] for part in text.split(",")}
+    unknown = names - {"nccl", "gloo", BACKEND_NAME, "cuda:nccl", "cpu:gloo"}
+    if unknown:
+        raise ValueError(
+            f"backend {backend!r}: Maya emulates NCCL (and accepts gloo for CPU tensors); "
+            f"{sorted(unknown)} cannot be emulated"
+        )
+
+
+def _destroy_groups() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _group(group) -> EmulatedProcessGroup | None:
+    """The emulated group of an object collective, or None when this rank is not a member."""
+    if group is None:
+        group = c10d._get_default_group()
+    if group == dist.GroupMember.NON_GROUP_MEMBER:
+        return None
+    return group
+
+
+def _record_object_call(group: EmulatedProcessGroup, op: str, payload_bytes: int) -> None:
+    """The NCCL calls an object collective makes (sizes, then padded payloads) and its host copy."""
+    size = group.size()
+    per_rank = {"all_gather": size, "gather": size}.get(op, 1)
+    group._issue(op, message_bytes=_SIZE_BYTES * per_rank, async_op=False).wait()
+    group._issue(op, message_bytes=payload_bytes * per_rank, async_op=False).wait()
+    st.active().add_row(EventKind.SYNC, "cuda:device_to_host")
+
+
+def all_gather_object(object_list, obj, group=None):
+    pg = _group(group)
+    if pg is None:
+        return
+    payload = pickle.dumps(obj)
+    _record_object_call(pg, "all_gather", len(payload))
+    for i in range(pg.size()):
+        object_list[i] = pickle.loads(payload)
+
+
+def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    pg = _group(group)
+    if pg is None:
+        return
+    _record_object_call(pg, "broadcast", len(pickle.dumps(list(object_list))))
+
+
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    pg = _group(group)
+    if pg is None:
+        return
+    payload = pickle.dumps(obj)
+    _record_object_call(pg, "gather", len(payload))
+    if object_gather_list is not None:
+        for i in range(pg.size()):
+            object_gather_list[i] = pickle.loads(payload)
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None, group=None, group_src=None):
+    pg = _group(group)
+    if pg is None:
+        return
+    payload = pickle.dumps(scatter_object_input_list)
+    _record_object_call(pg, "scatter", len(payload) // max(pg.size(), 1))
+    if scatter_object_input_list is not None:
+        scatter_object_output_list[0] = scatter_object_input_list[pg.rank()]
+
+
+COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autograd", "_dtensor"})
+"""Op namespaces of the functional collectives (DTensor, FSDP2 internals, torch.compile's)."""
+
+
+def record_functional_collective(func, args: tuple, kwargs: dict, out) -> None:
+    """Record one functional collective op (`torch.ops._c10d_functional.*`) that fake mode just ran."""
+    runtime = st.active().nccl
+    name = func._schema.name.split("::")[-1]
+    if name == "wait_tensor":
+        runtime.wait_for_tensors([args[0]])
+        return
+    if name == "_wrap_tensor_autograd":
+        return
+    bound = _bind(func, args, kwargs)
+    group = c10d._resolve_process_group(bound["group_name"])
+    outputs = list(out) if isinstance(out, (list, tuple)) else [out]
+    inputs = bound.get("inputs") or ([bound["input"]] if "input" in bound else [bound.get("tensor")])
+    inputs = [t for t in inputs if isinstance(t, torch.Tensor)]
+    base = name.rstrip("_").replace("_coalesced", "").replace("_out", "")
+    reduce_op = bound.get("reduce_op")
+    peer = root = None
+    if base in ("all_reduce", "broadcast"):
+        message = _nbytes(inputs)
+        if base == "broadcast":
+            root = int(bound["src"])
+    elif base == "all_gather_into_tensor":
+        base, message = "all_gather", _nbytes(outputs)
+    elif base == "reduce_scatter_tensor":
+        base, message = "reduce_scatter", _nbytes(inputs)
+    elif base in ("all_to_all_single", "shard_dim_alltoall"):
+        base, message = "all_to_all", _nbytes(inputs)
+    elif base in ("isend", "irecv"):
+        peer = int(bound["dst"] if base == "isend" else bound["src"])
+        base, message = ("send" if base == "isend" else "recv"), _nbytes(inputs)
+    else:
+        raise NotImplementedError(f"functional collective {func} is not emulated")
+    runtime.issue(
+        _call(base, group, message, inputs, outputs, reduce_op, peer, root), async_op=True,
+    )
+
+
+def _call(op, group, message, inputs, outputs, reduce_op, peer, root):
+    from maya.emulator.nccl import CommCall
+
+    return CommCall(
+        op=op, group_name=group.group_name, group_ranks=tuple(dist.get_process_group_ranks(group)),
+        message_bytes=message, inputs=tuple(inputs), outputs=tuple(outputs), reduce_op=reduce_op, peer=peer, root=root,
+    )
+
+
+def _nbytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _bind(func, args: tuple, kwargs: dict) -> dict:
+    names = [a.name for a in func._schema.arguments]
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    return bound
