@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["emulate", "mark_iteration"]
+__all__ = ["emulate", "mark_iteration", "simulate_trace_dir"]
 __version__ = "0.1.0"
 
 
@@ -16,4 +16,8 @@ def __getattr__(name: str):
         from maya.emulator.session import mark_iteration
 
         return mark_iteration
+    if name == "simulate_trace_dir":
+        from maya.resimulate import simulate_trace_dir
+
+        return simulate_trace_dir
     raise AttributeError(f"module 'maya' has no attribute {name!r}")

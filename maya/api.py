@@ -86,7 +86,7 @@ def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: 
     """Fill `time_ms` from the estimator and simulator; extras carry breakdown and sources."""
     from maya.predict import predict
 
-    prediction = predict(table, gpu, trace_dir)
+    prediction = predict({0: table}, gpu, trace_dir=trace_dir)
     times = prediction.iteration_ms
     timed = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
     extra = {

@@ -1,65 +1,161 @@
-"""Timing of a recorded trace: estimate every op, add host costs, simulate, and summarise."""
+"""`predict`: time recorded traces on a cluster: estimate every op, add host costs, simulate, summarise."""
 
 from __future__ import annotations
 
-import logging
+import os
+import statistics
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 
-log = logging.getLogger(__name__)
+from maya.estimator.estimate import estimate_trace, source_shares
+from maya.estimator.host_cost import host_costs_us
+from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
+from maya.simulator import RankBreakdown, SimulationParams, export_chrome_trace, simulate
+from maya.throughput import model_flops_per_iteration
+
+TOP_N = 10
+"""How many ops and modules `Prediction.top_ops` / `top_modules` keep."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prediction:
-    """Predicted timing of one emulated run."""
+    """Predicted timing of one job: its iterations, where the time went and the timeline file."""
 
     iteration_ms: list[float]
-    """Predicted wall time of each iteration, milliseconds."""
+    """Predicted wall time of each iteration (the slowest rank's), milliseconds."""
     source_shares: dict[str, float]
-    """Share of predicted GPU time per estimate source (exact, catboost, roofline, ...)."""
+    """Share of predicted GPU time per estimate source (exact, catboost, roofline, ...), all ranks."""
     breakdown: dict[str, float]
-    """Rank 0's compute / exposed communication / host-bound / idle time, milliseconds."""
+    """The slowest rank's compute / exposed communication / host-bound / idle time over the whole
+    simulated run, milliseconds (keys `compute_ms`, `exposed_comm_ms`, `host_bound_ms`, `idle_ms`)."""
+    slowest_rank: int
+    """The representative rank whose total time is largest: the one `breakdown` describes."""
+    rank_breakdowns: list[dict]
+    """Per representative rank, in rank order: `rank`, `members` (ranks it stands for) and its
+    `total_ms`, `compute_ms`, `exposed_comm_ms`, `host_bound_ms`, `idle_ms`, `comm_ms`."""
     top_ops: list[dict]
-    """The ten ops with the most simulated GPU time."""
+    """The `TOP_N` ops with the most simulated GPU time over all ranks: `op`, `gpu_ms`, `share`."""
     top_modules: list[dict]
-    """The ten modules with the most simulated GPU time."""
+    """The `TOP_N` modules with the most simulated GPU time over all ranks: `module`, `gpu_ms`, `share`."""
+    model_flops_per_iteration: list[float]
+    """FLOPs of each iteration over every rank of the job (`maya.throughput.model_flops_per_iteration`)."""
+    world_size: int
+    """Ranks in the job."""
+    cluster: ClusterSpec
+    """Where the job was simulated."""
     timeline_path: str | None
-    """Chrome/Perfetto trace of the simulated timeline."""
+    """Chrome/Perfetto trace of the simulated timeline (opens in ui.perfetto.dev); None if not written."""
+
+    def summary_extra(self) -> dict:
+        """The summary JSON's keys that come from the prediction (beyond per-iteration `time_ms`)."""
+        flops = self.model_flops_per_iteration
+        return {
+            "estimate_sources": self.source_shares,
+            "breakdown_ms": self.breakdown,
+            "slowest_rank": self.slowest_rank,
+            "rank_breakdowns_ms": self.rank_breakdowns,
+            "top_ops": self.top_ops,
+            "top_modules": self.top_modules,
+            "model_flops_per_iteration": statistics.median(flops) if flops else None,
+            "cluster": {
+                "name": self.cluster.name, "gpu": self.cluster.gpu, "nodes": self.cluster.nodes,
+                "gpus_per_node": self.cluster.gpus_per_node,
+                "price_per_gpu_hour_usd": self.cluster.price_per_gpu_hour_usd,
+            },
+            "timeline": self.timeline_path,
+        }
 
 
-def predict(table: pa.Table, gpu: str, trace_dir: str | Path | None = None) -> Prediction:
-    """Estimate, simulate and summarise one rank's trace on one GPU of type `gpu`."""
-    from maya.estimator.estimate import estimate_trace, source_shares
-    from maya.estimator.host_cost import host_costs_us
-    from maya.hardware.cluster import cluster_for_gpu
-    from maya.simulator import export_chrome_trace, simulate
+def predict(
+    tables: Mapping[int, pa.Table],
+    gpu: str,
+    *,
+    cluster: ClusterSpec | None = None,
+    rank_to_representative: Mapping[int, int] | None = None,
+    trace_dir: str | os.PathLike | None = None,
+    timeline_path: str | os.PathLike | None = None,
+    params: SimulationParams | None = None,
+) -> Prediction:
+    """Estimate every representative rank's trace on GPUs of type `gpu`, simulate the job, summarise.
 
-    df = estimate_trace(table, gpu=gpu)
-    df["host_us"] = host_costs_us(df, gpu)
-    result = simulate({0: df}, cluster_for_gpu(gpu, world_size=1))
-    timeline = None
-    if trace_dir is not None:
-        timeline = str(export_chrome_trace(result, Path(trace_dir) / "timeline.json"))
-    b = result.breakdown[0]
+    Example (one rank): `predict({0: read_rank_trace(trace_dir, 0)}, "h200", trace_dir=trace_dir)`.
+
+    Args:
+        tables: representative global rank -> its recorded trace (`maya.trace.read_rank_trace`).
+        gpu: catalog key of the GPU the ops are estimated for.
+        cluster: where the job runs; default `cluster_for_gpu(gpu, world_size)` (DGX-style nodes).
+            Its GPU must be `gpu`.
+        rank_to_representative: every global rank of the job -> the representative whose trace it
+            shares; default: each traced rank stands for itself only.
+        trace_dir: writes the timeline to `trace_dir/timeline.json` (unless `timeline_path` is given).
+        timeline_path: where to write the Chrome/Perfetto timeline; no timeline without either.
+        params: host, overlap and NCCL calibration of the simulation.
+
+    Raises:
+        ValueError: `cluster`'s GPU is not `gpu`, the job does not fit the cluster, or the ranks are
+            inconsistent (see `maya.simulator.simulate`; collectives that can never match included).
+    """
+    world_size = len(rank_to_representative) if rank_to_representative is not None else len(tables)
+    if cluster is None:
+        cluster = cluster_for_gpu(gpu, world_size)
+    elif cluster.gpu != gpu:
+        raise ValueError(f"cluster {cluster.name!r} has gpu={cluster.gpu!r} but the ops are estimated for gpu={gpu!r}")
+    estimated = {}
+    for rank, table in tables.items():
+        df = estimate_trace(table, gpu=gpu)
+        df["host_us"] = host_costs_us(df, gpu)
+        estimated[rank] = df
+    result = simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
+    if timeline_path is None and trace_dir is not None:
+        timeline_path = Path(trace_dir) / "timeline.json"
+    timeline = str(export_chrome_trace(result, timeline_path)) if timeline_path is not None else None
+    slowest = result.slowest_rank
+    iteration_ms = [t / 1000.0 for t in result.iteration_times_us]
     return Prediction(
-        iteration_ms=[t / 1000.0 for t in result.iteration_times_us],
-        source_shares={str(k): float(v) for k, v in source_shares(df).items()},
-        breakdown={
-            "compute_ms": b.compute_us / 1000.0,
-            "exposed_comm_ms": b.exposed_comm_us / 1000.0,
-            "host_bound_ms": b.host_bound_us / 1000.0,
-            "idle_ms": b.idle_us / 1000.0,
-        },
+        iteration_ms=iteration_ms,
+        source_shares=_source_shares(estimated, result.rank_to_representative),
+        breakdown=_breakdown_ms(result.breakdown[slowest]),
+        slowest_rank=slowest,
+        rank_breakdowns=[
+            {"rank": b.rank, "members": b.members, "total_ms": b.total_us / 1000.0, **_breakdown_ms(b),
+             "comm_ms": b.comm_us / 1000.0}
+            for _, b in sorted(result.breakdown.items())
+        ],
         top_ops=_top(result.top_ops, "op"),
         top_modules=_top(result.top_modules, "module"),
+        model_flops_per_iteration=model_flops_per_iteration(tables, len(iteration_ms), result.rank_to_representative),
+        world_size=result.world_size,
+        cluster=cluster,
         timeline_path=timeline,
     )
 
 
-def _top(table, key: str, n: int = 10) -> list[dict]:
+def _breakdown_ms(b: RankBreakdown) -> dict[str, float]:
+    return {
+        "compute_ms": b.compute_us / 1000.0,
+        "exposed_comm_ms": b.exposed_comm_us / 1000.0,
+        "host_bound_ms": b.host_bound_us / 1000.0,
+        "idle_ms": b.idle_us / 1000.0,
+    }
+
+
+def _source_shares(estimated: dict[int, pd.DataFrame], representative: Mapping[int, int]) -> dict[str, float]:
+    """Estimate-source shares over every rank of the job (a representative counts once per member)."""
+    members = Counter(representative.values())
+    weighted = [
+        df[["estimate_source", "duration_us"]].assign(duration_us=df["duration_us"] * members[rank])
+        for rank, df in estimated.items()
+    ]
+    return {str(k): float(v) for k, v in source_shares(pd.concat(weighted, ignore_index=True)).items()}
+
+
+def _top(table: pd.DataFrame, key: str) -> list[dict]:
     return [
         {key: row[key], "gpu_ms": row["total_us"] / 1000.0, "share": row["share"]}
-        for row in table.head(n).to_dict("records")
+        for row in table.head(TOP_N).to_dict("records")
     ]

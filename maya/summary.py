@@ -1,4 +1,4 @@
-"""`EmulationSummary`: the JSON contract of `maya emulate --json` (see DESIGN.md)."""
+"""`EmulationSummary`: the JSON contract of `maya emulate --json` and `maya simulate --json` (see DESIGN.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from maya.hardware import load_gpu
+from maya.throughput import MFU_PEAK_DTYPE, Throughput, throughput
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,7 +36,7 @@ class EmulationSummary:
     world_size: int
     """Number of ranks in the emulated world."""
     gpu: str
-    """Catalog key of the emulated GPU."""
+    """Catalog key of the GPU the times are predicted for (the emulated one for `maya emulate`)."""
     emulated_ranks: list[int]
     """Ranks that were actually run (the others are represented by them)."""
     iterations: list[IterationSummary]
@@ -48,6 +51,10 @@ class EmulationSummary:
     """The failing rank's traceback, if any."""
     extra: dict = field(default_factory=dict)
     """Further figures (estimate sources, breakdown) that later stages add."""
+    samples_per_iteration: int | None = None
+    """Samples (sequences, images) the whole job consumes per iteration, when the caller knows it."""
+    tokens_per_iteration: int | None = None
+    """Tokens the whole job consumes per iteration, when the caller knows it."""
 
     @property
     def median_iteration_ms(self) -> float | None:
@@ -62,8 +69,42 @@ class EmulationSummary:
     def peak_reserved_bytes(self) -> int:
         return max((it.peak_reserved_bytes for it in self.iterations), default=0)
 
+    @property
+    def memory_capacity_bytes(self) -> int:
+        """Device memory of one `gpu`, bytes (what `get_device_properties().total_memory` reports)."""
+        return load_gpu(self.gpu).total_memory_bytes
+
+    @property
+    def model_flops_per_iteration(self) -> float | None:
+        """FLOPs of one (median) iteration over every rank of the job; None when unknown.
+
+        The prediction supplies it (`extra["model_flops_per_iteration"]`); a one-rank run's own
+        iteration `flops` are the same figure.
+        """
+        if self.extra.get("model_flops_per_iteration") is not None:
+            return float(self.extra["model_flops_per_iteration"])
+        timed = [it.flops for it in self.iterations if it.time_ms is not None]
+        if self.world_size == 1 and timed:
+            return float(statistics.median(timed))
+        return None
+
+    @property
+    def throughput(self) -> Throughput | None:
+        """Samples/s, tokens/s and MFU at the median iteration time; None before timing is available."""
+        time_ms = self.median_iteration_ms
+        if not time_ms:
+            return None
+        return throughput(
+            iteration_time_ms=time_ms,
+            world_size=self.world_size,
+            gpu=load_gpu(self.gpu),
+            model_flops_per_iteration=self.model_flops_per_iteration,
+            samples_per_iteration=self.samples_per_iteration,
+            tokens_per_iteration=self.tokens_per_iteration,
+        )
+
     def to_dict(self) -> dict:
-        """The JSON object of DESIGN.md's contract, plus `exit_code`, `error` and extras."""
+        """The JSON object of DESIGN.md's contract, plus `exit_code`, `error`, throughput, MFU and extras."""
         d = {
             "world_size": self.world_size,
             "gpu": self.gpu,
@@ -76,8 +117,20 @@ class EmulationSummary:
             "trace_dir": self.trace_dir,
             "exit_code": self.exit_code,
             "error": self.error,
+            "memory_capacity_bytes": self.memory_capacity_bytes,
         }
         d.update(self.extra)
+        rate = self.throughput
+        d.update({
+            "samples_per_iteration": self.samples_per_iteration,
+            "tokens_per_iteration": self.tokens_per_iteration,
+            "model_flops_per_iteration": self.model_flops_per_iteration,
+            "iterations_per_s": rate.iterations_per_s if rate else None,
+            "samples_per_s": rate.samples_per_s if rate else None,
+            "tokens_per_s": rate.tokens_per_s if rate else None,
+            "mfu": rate.mfu if rate else None,
+            "mfu_peak_flops_per_s": load_gpu(self.gpu).peak_flops_for(MFU_PEAK_DTYPE),
+        })
         return d
 
     def write_json(self, path: str | Path) -> None:

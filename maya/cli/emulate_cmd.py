@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from maya.hardware import available_gpus
-
-_MIB = 1 << 20
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +21,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", default="h200", choices=available_gpus(), help="GPU to emulate; default h200")
     p.add_argument("--json", metavar="PATH", help="write the summary JSON here")
     p.add_argument("--trace-dir", metavar="DIR", help="write the trace here (default: a new temporary directory)")
+    p.add_argument("--samples-per-iteration", type=int, metavar="N",
+                   help="samples the whole job consumes per iteration (global batch size), for samples/s")
+    p.add_argument("--tokens-per-iteration", type=int, metavar="N",
+                   help="tokens the whole job consumes per iteration, for tokens/s")
     p.add_argument("script", help="the training script")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     p.set_defaults(run=run)
@@ -29,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from maya.api import emulate
+    from maya.terminal_summary import terminal_summary
 
     try:
         summary = emulate(
@@ -42,26 +46,13 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, NotImplementedError) as e:
         print(f"maya emulate: error: {e}", file=sys.stderr)
         return 2
+    if args.samples_per_iteration is not None or args.tokens_per_iteration is not None:
+        summary = replace(summary, samples_per_iteration=args.samples_per_iteration,
+                          tokens_per_iteration=args.tokens_per_iteration)
     if args.json:
         summary.write_json(args.json)
     for rank in summary.emulated_ranks:
         if summary.error:
             print(f"[rank {rank}] the training script failed:\n{summary.error}", file=sys.stderr)
-    print(_report(summary))
+    print(terminal_summary(summary))
     return summary.exit_code
-
-
-def _report(summary) -> str:
-    lines = [f"Maya: {summary.gpu} x{summary.world_size}, emulated ranks {summary.emulated_ranks}"]
-    for it in summary.iterations:
-        time = f"{it.time_ms:.2f} ms" if it.time_ms is not None else "time n/a"
-        lines.append(
-            f"  iteration {it.index}: {time}, {it.ops} GPU ops, {it.flops / 1e12:.3f} TFLOP, "
-            f"peak allocated {it.peak_allocated_bytes / _MIB:.1f} MiB, reserved {it.peak_reserved_bytes / _MIB:.1f} MiB"
-        )
-    lines.append(
-        f"  peak allocated {summary.peak_allocated_bytes / _MIB:.1f} MiB, reserved "
-        f"{summary.peak_reserved_bytes / _MIB:.1f} MiB, OOM: {'yes' if summary.oom else 'no'}"
-    )
-    lines.append(f"  trace: {summary.trace_dir}")
-    return "\n".join(lines)

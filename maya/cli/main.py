@@ -1,6 +1,7 @@
 """`maya` command line: thin wrappers over the library, one subcommand each.
 
-    maya emulate --gpu h200 --json summary.json train.py --batch 8
+    maya emulate --gpu h200 --json summary.json --trace-dir trace train.py --batch 8
+    maya simulate trace --cluster dgx-h100
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import argparse
 import logging
 import sys
 
-from maya.cli import emulate_cmd, profile_cmd
+from maya.cli import emulate_cmd, profile_cmd, simulate_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress and details")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     emulate_cmd.add_parser(sub)
+    simulate_cmd.add_parser(sub)
     profile_cmd.add_parsers(sub)
     return parser
 

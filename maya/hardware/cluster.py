@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from maya.hardware.gpu import GpuSpec, load_gpu
+from maya.hardware.gpu import GpuSpec, available_gpus, load_gpu
 
 _CLUSTER_DIR = Path(__file__).parent / "clusters"
 _BITS_PER_BYTE = 8
@@ -87,11 +87,23 @@ class ClusterSpec:
         return rank // self.nvlink_domain_size
 
     def check_world_size(self, world_size: int) -> None:
-        """Raise ValueError when a job of `world_size` ranks does not fit on this cluster."""
+        """Raise ValueError when a job of `world_size` ranks does not fit on this cluster.
+
+        A job fits when it has at most `world_size` GPUs and, if it spans more than one node, fills
+        whole nodes: torchrun starts the same number of ranks on every node, and ranks are placed
+        r // gpus_per_node.
+        """
         if world_size > self.world_size:
             raise ValueError(
                 f"world_size={world_size} > nodes={self.nodes} * gpus_per_node={self.gpus_per_node} "
                 f"= {self.world_size} GPUs of cluster {self.name!r}"
+            )
+        if world_size > self.gpus_per_node and world_size % self.gpus_per_node != 0:
+            raise ValueError(
+                f"world_size={world_size} spans more than one node but is not a multiple of "
+                f"gpus_per_node={self.gpus_per_node} of cluster {self.name!r} ({world_size} % "
+                f"{self.gpus_per_node} = {world_size % self.gpus_per_node}); torchrun starts the same "
+                "number of ranks on every node: use a cluster whose gpus_per_node is the job's nproc_per_node"
             )
 
     def cost_per_hour_usd(self) -> float:
@@ -121,7 +133,11 @@ def load_cluster(name_or_path: str | os.PathLike, nodes: int | None = None) -> C
         path = _CLUSTER_DIR / f"{name_or_path}.yaml"
         if not path.exists():
             raise ValueError(f"unknown cluster {str(name_or_path)!r}; presets: {', '.join(available_clusters())}")
+    if not path.is_file():
+        raise ValueError(f"cluster spec file {str(path)!r} not found; presets: {', '.join(available_clusters())}")
     raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict):
+        raise ValueError(f"cluster spec file {str(path)!r} must hold a mapping of keys, got {type(raw).__name__}")
     if nodes is not None:
         raw["nodes"] = nodes
     return cluster_from_dict(raw, default_name=path.stem)
@@ -142,19 +158,41 @@ _OPTIONAL_KEYS = (
     "name", "nodes", "nvlink_domain_size", "nic_latency_us", "nvlink_latency_us",
     "nvlink_bandwidth_GBps", "price_per_gpu_hour_usd",
 )
+_INTEGER_KEYS = ("nodes", "gpus_per_node", "nvlink_domain_size", "nics_per_node")
+_NUMBER_KEYS = ("nic_bandwidth_Gbps", "nic_latency_us", "nvlink_latency_us", "nvlink_bandwidth_GBps", "price_per_gpu_hour_usd")
 
 
 def cluster_from_dict(raw: dict, default_name: str = "custom") -> ClusterSpec:
-    """Build a `ClusterSpec` from YAML-style keys with units (`nic_bandwidth_Gbps`), converting once."""
+    """Build a `ClusterSpec` from YAML-style keys with units (`nic_bandwidth_Gbps`), converting once.
+
+    Raises:
+        ValueError: naming the cluster and the offending key with its value: a missing or unknown
+            key, a GPU that is not in the catalog, a non-numeric value, or a failed `ClusterSpec` check.
+    """
+    name = raw.get("name", default_name)
     missing = [k for k in _REQUIRED_KEYS if k not in raw]
     unknown = sorted(set(raw) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS))
     if missing or unknown:
-        raise ValueError(f"cluster spec: missing keys {missing}, unknown keys {unknown}")
-    gpu = load_gpu(raw["gpu"])
+        raise ValueError(
+            f"cluster {name!r}: missing keys {missing}, unknown keys {unknown} "
+            f"(required: {', '.join(_REQUIRED_KEYS)}; optional: {', '.join(_OPTIONAL_KEYS)})"
+        )
+    for key in _INTEGER_KEYS:
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int)):
+            raise ValueError(f"cluster {name!r}: {key}={raw[key]!r} must be an integer >= 1")
+    for key in _NUMBER_KEYS:
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], (int, float))):
+            raise ValueError(f"cluster {name!r}: {key}={raw[key]!r} must be a number")
+    try:
+        gpu = load_gpu(str(raw["gpu"]))
+    except ValueError:
+        raise ValueError(
+            f"cluster {name!r}: gpu={raw['gpu']!r} is not in the GPU catalog ({', '.join(available_gpus())})"
+        ) from None
     gpus_per_node = raw["gpus_per_node"]
     nvlink_bw = raw.get("nvlink_bandwidth_GBps")
     return ClusterSpec(
-        name=raw.get("name", default_name),
+        name=name,
         gpu=gpu.key,
         nodes=raw.get("nodes", 1),
         gpus_per_node=gpus_per_node,

@@ -50,5 +50,6 @@ class SimulationResult:
 
     @property
     def slowest_rank(self) -> int:
-        """The representative rank with the largest total time."""
-        return max(self.breakdown.values(), key=lambda b: b.total_us).rank
+        """The representative rank with the largest total time; among ranks that finish together
+        (they end in the same collective), the one that waited least: the others waited for it."""
+        return max(self.breakdown.values(), key=lambda b: (b.total_us, -b.idle_us)).rank

@@ -1,10 +1,14 @@
-"""Every `maya` subcommand answers --help; `maya emulate` exits with the script's status."""
+"""Every `maya` subcommand answers --help; `maya emulate` exits with the script's status; `maya simulate`
+re-times its trace."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from maya.cli.main import main
 
 ROOT = Path(__file__).parents[2]
 
@@ -20,9 +24,18 @@ def test_subcommand_help(command):
     assert "usage:" in r.stdout and command in r.stdout
 
 
+def test_simulate_help(capsys):
+    # In-process: a subprocess per --help costs seconds of imports.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "usage:" in out and "simulate" in out and "--cluster PRESET_OR_YAML" in out and "dgx-h100" in out
+
+
 def test_top_level_help_lists_subcommands():
     r = _maya("--help")
-    assert r.returncode == 0 and all(c in r.stdout for c in ("emulate", "profile", "fit"))
+    assert r.returncode == 0 and all(c in r.stdout for c in ("emulate", "simulate", "profile", "fit"))
 
 
 def test_emulate_missing_script_exits_2_with_message():
@@ -36,14 +49,44 @@ def test_emulate_failing_script_exits_nonzero_with_rank_and_traceback():
     assert "[rank 0]" in r.stderr and "the user's own bug" in r.stderr
 
 
-def test_emulate_writes_summary_json(tmp_path):
+def test_emulate_then_simulate_on_another_cluster(tmp_path, capsys):
     out = tmp_path / "s.json"
-    r = _maya("emulate", "--json", str(out), "--trace-dir", str(tmp_path / "t"), "examples/train_gpt.py",
-              "--steps", "2", "--batch", "2", "--seq", "64", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512")
+    r = _maya("emulate", "--json", str(out), "--trace-dir", str(tmp_path / "t"), "--samples-per-iteration", "2",
+              "examples/train_gpt.py", "--steps", "2", "--batch", "2", "--seq", "64", "--dim", "64", "--layers", "2",
+              "--heads", "4", "--vocab", "512")
     assert r.returncode == 0, r.stderr
-    import json
-
     s = json.loads(out.read_text())
     assert s["world_size"] == 1 and s["oom"] is False and len(s["iterations"]) == 2
     assert all(it["time_ms"] > 0 for it in s["iterations"])
+    assert s["samples_per_iteration"] == 2 and s["samples_per_s"] > 0 and 0 < s["mfu"] < 1
     assert (tmp_path / "t" / "timeline.json").exists()
+    assert "step time" in r.stdout and "MFU" in r.stdout and "ui.perfetto.dev" in r.stdout
+
+    # Re-time the stored trace on A100s, in-process: no emulation, the same summary shape.
+    again = tmp_path / "a100.json"
+    assert main(["simulate", str(tmp_path / "t"), "--cluster", "dgx-a100", "--json", str(again)]) == 0
+    printed = capsys.readouterr().out
+    assert "cluster dgx-a100" in printed and "figures from the emulated h200's allocator" in printed
+    a100 = json.loads(again.read_text())
+    assert a100["gpu"] == "a100" and a100["emulated_gpu"] == "h200"
+    assert set(s) - {"estimate_sources"} <= set(a100)
+    assert a100["peak_allocated_bytes"] == s["peak_allocated_bytes"]
+    assert a100["median_iteration_ms"] != s["median_iteration_ms"]
+    assert (tmp_path / "t" / "timeline-dgx-a100.json").exists()
+
+
+def test_simulate_incomplete_trace_dir_exits_2_with_message(tmp_path, capsys):
+    assert main(["simulate", str(tmp_path)]) == 2
+    assert "maya simulate: error:" in capsys.readouterr().err
+
+
+def test_simulate_bad_cluster_yaml_exits_2_naming_the_field(tmp_path, capsys):
+    trace_dir = tmp_path / "t"
+    (trace_dir / "rank=0").mkdir(parents=True)
+    from maya.trace import write_meta
+
+    write_meta(trace_dir, {"world_size": 1, "gpu": "h200", "emulated_ranks": [0]})
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("gpu: b300\ngpus_per_node: 8\nnics_per_node: 8\nnic_bandwidth_Gbps: 400\n")
+    assert main(["simulate", str(trace_dir), "--cluster", str(spec)]) == 2
+    assert "cluster 'bad': gpu='b300' is not in the GPU catalog" in capsys.readouterr().err

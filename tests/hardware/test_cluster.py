@@ -58,3 +58,37 @@ def test_yaml_file_with_nvl72_domain(tmp_path):
     assert cluster.name == "nvl72" and cluster.world_size == 72
     assert cluster.nvlink_domain_of(71) == 0 and cluster.node_of(71) == 17
     assert cluster.nvlink_bandwidth_bytes_per_s == 900e9 and cluster.price_per_gpu_hour_usd == 6.0
+
+
+def test_unknown_gpu_and_wrong_types_name_the_field():
+    with pytest.raises(ValueError, match=r"cluster 'custom': gpu='b300' is not in the GPU catalog \(a100, h100, h200\)"):
+        cluster_from_dict({**BASE, "gpu": "b300"})
+    with pytest.raises(ValueError, match="cluster 'custom': gpus_per_node=8.5 must be an integer >= 1"):
+        cluster_from_dict({**BASE, "gpus_per_node": 8.5})
+    with pytest.raises(ValueError, match="cluster 'custom': nodes=True must be an integer >= 1"):
+        cluster_from_dict({**BASE, "nodes": True})
+    with pytest.raises(ValueError, match="cluster 'custom': nic_bandwidth_Gbps='fast' must be a number"):
+        cluster_from_dict({**BASE, "nic_bandwidth_Gbps": "fast"})
+    with pytest.raises(ValueError, match=r"cluster 'x': missing keys \['nics_per_node', 'nic_bandwidth_Gbps'\]"):
+        cluster_from_dict({"name": "x", "gpu": "h100", "gpus_per_node": 8})
+
+
+def test_job_that_does_not_fill_whole_nodes_names_the_numbers():
+    cluster = load_cluster("dgx-h100", nodes=2)
+    cluster.check_world_size(4)  # part of one node: fine
+    cluster.check_world_size(16)
+    with pytest.raises(ValueError, match=r"world_size=12 .* not a multiple of gpus_per_node=8 .* \(12 % 8 = 4\)"):
+        cluster.check_world_size(12)
+
+
+def test_yaml_file_missing_or_not_a_mapping(tmp_path):
+    with pytest.raises(ValueError, match="cluster spec file .*nope.yaml' not found"):
+        load_cluster(tmp_path / "nope.yaml")
+    path = tmp_path / "list.yaml"
+    path.write_text("- gpu: h100\n")
+    with pytest.raises(ValueError, match="must hold a mapping of keys, got list"):
+        load_cluster(path)
+    path = tmp_path / "big.yaml"
+    path.write_text("gpu: h100\nnodes: 2\ngpus_per_node: 8\nnics_per_node: 8\nnic_bandwidth_Gbps: 400\n")
+    with pytest.raises(ValueError, match=r"world_size=32 > nodes=2 \* gpus_per_node=8 = 16 GPUs of cluster 'big'"):
+        load_cluster(path).check_world_size(32)

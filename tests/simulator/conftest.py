@@ -1,6 +1,8 @@
-"""Shared helpers for simulator tests: a tiny trace builder and a zero-latency NVLink cluster."""
+"""Shared helpers for simulator tests: a tiny trace builder, a zero-latency NVLink cluster, a real tiny GPT trace."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -78,3 +80,18 @@ def nvlink_cluster() -> ClusterSpec:
         "gpu": "h200", "gpus_per_node": 8, "nics_per_node": 8, "nic_bandwidth_Gbps": 400,
         "nvlink_latency_us": 0.0, "nic_latency_us": 0.0,
     })
+
+
+GPT_SCRIPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
+TINY_GPT = ["--steps", "2", "--batch", "2", "--seq", "64", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512"]
+
+
+@pytest.fixture(scope="session")
+def gpt_run(tmp_path_factory):
+    """One real `maya.emulate` of a two-step, two-layer GPT on an emulated H200: (summary, trace_dir)."""
+    import maya
+
+    trace_dir = tmp_path_factory.mktemp("gpt") / "trace"
+    summary = maya.emulate(GPT_SCRIPT, TINY_GPT, trace_dir=trace_dir)
+    assert summary.exit_code == 0, summary.error
+    return summary, trace_dir

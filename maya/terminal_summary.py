@@ -1,0 +1,132 @@
+"""`terminal_summary`: the one-page text that `maya emulate` and `maya simulate` print for a run."""
+
+from __future__ import annotations
+
+from maya.hardware import load_gpu
+from maya.summary import EmulationSummary
+from maya.throughput import MFU_PEAK_DTYPE
+
+PERFETTO_URL = "https://ui.perfetto.dev"
+_GIB, _MIB = 1 << 30, 1 << 20
+_SHOWN_ITERATIONS = 6
+_SHOWN_RANKS = 8
+_LABEL_WIDTH = 15
+
+
+def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
+    """A one-page human summary of a run: step time, throughput, MFU, memory, breakdown, top ops and modules.
+
+    Args:
+        summary: what `maya.emulate` or `maya.simulate_trace_dir` returned.
+        top_n: how many ops and modules to list.
+
+    Returns:
+        Lines of text without a trailing newline; figures that are not known are left out or say why.
+    """
+    d = summary.to_dict()
+    gpu = load_gpu(summary.gpu)
+    lines = [_headline(summary, d, gpu.name)]
+    lines += _timing(summary, d)
+    lines += _memory(summary, d, gpu.key)
+    lines += _breakdown(d)
+    for key, label in (("top_ops", "top ops"), ("top_modules", "top modules")):
+        for i, row in enumerate((d.get(key) or [])[:top_n]):
+            name = row.get("op", row.get("module"))
+            lines.append(_row(label if i == 0 else "", f"{row['share']:6.1%} {row['gpu_ms']:10.3f} ms  {name}"))
+    if d.get("top_ops"):
+        lines.append(_row("", "(share of GPU time over all ranks and iterations)"))
+    if sources := d.get("estimate_sources"):
+        shown = [f"{source} {share:.0%}" for source, share in sources.items() if share > 0]
+        lines.append(_row("estimates", ", ".join(shown) + " of predicted GPU time"))
+    if d.get("timeline"):
+        lines.append(_row("timeline", f"{d['timeline']} (open it in {PERFETTO_URL})"))
+    lines.append(_row("trace", summary.trace_dir))
+    return "\n".join(lines)
+
+
+def _row(label: str, text: str) -> str:
+    return f"  {label:<{_LABEL_WIDTH}}{text}"
+
+
+def _headline(summary: EmulationSummary, d: dict, gpu_name: str) -> str:
+    where = f"{summary.world_size} x {gpu_name}"
+    if cluster := d.get("cluster"):
+        nodes = cluster["nodes"]
+        where += f" (cluster {cluster['name']}: {nodes} node{'s' if nodes > 1 else ''} x {cluster['gpus_per_node']} GPUs)"
+    return f"Maya prediction: {where}, emulated ranks {summary.emulated_ranks}"
+
+
+def _timing(summary: EmulationSummary, d: dict) -> list[str]:
+    times = [it.time_ms for it in summary.iterations if it.time_ms is not None]
+    if not times:
+        why = "the script ran out of memory" if summary.oom else (
+            "the script failed" if summary.exit_code else "no timed iteration")
+        return [_row("step time", f"n/a ({why})")]
+    shown = ", ".join(f"{t:.2f}" for t in times[:_SHOWN_ITERATIONS]) + (", ..." if len(times) > _SHOWN_ITERATIONS else "")
+    lines = [_row("step time", f"{d['median_iteration_ms']:.2f} ms, median of {len(times)} iteration(s): {shown} ms")]
+    rate = summary.throughput
+    text = ", ".join([
+        f"{rate.iterations_per_s:,.2f} iterations/s",
+        f"{rate.samples_per_s:,.1f} samples/s" if rate.samples_per_s is not None else "samples/s n/a",
+        f"{rate.tokens_per_s:,.0f} tokens/s" if rate.tokens_per_s is not None else "tokens/s n/a",
+    ])
+    if rate.samples_per_s is None or rate.tokens_per_s is None:
+        text += " (samples or tokens per iteration not given)"
+    lines.append(_row("throughput", text))
+    if rate.mfu is None:
+        lines.append(_row("MFU", "n/a (model FLOPs over all ranks unknown)"))
+    else:
+        lines.append(_row("MFU", (
+            f"{rate.mfu * 100:.3g}% ({_flops(rate.model_flops_per_iteration)} per iteration on "
+            f"{summary.world_size} GPU(s) of {rate.peak_flops_per_s / 1e12:,.1f} TFLOP/s dense {MFU_PEAK_DTYPE} peak)"
+        )))
+    return lines
+
+
+def _memory(summary: EmulationSummary, d: dict, gpu_key: str) -> list[str]:
+    capacity = summary.memory_capacity_bytes
+    text = (
+        f"peak allocated {_size(summary.peak_allocated_bytes)}, reserved {_size(summary.peak_reserved_bytes)} "
+        f"of {_size(capacity)} per GPU ({gpu_key})"
+    )
+    emulated = d.get("emulated_gpu")
+    if summary.oom:
+        text += ": OUT OF MEMORY"
+    elif emulated and emulated != gpu_key:
+        fits = "fits" if summary.peak_reserved_bytes <= capacity else f"does NOT fit in the {gpu_key}'s memory"
+        text += f": {fits}; figures from the emulated {emulated}'s allocator"
+    else:
+        text += ": fits"
+    return [_row("memory", text)]
+
+
+def _breakdown(d: dict) -> list[str]:
+    b = d.get("breakdown_ms")
+    if not b:
+        return []
+    ranks = d.get("rank_breakdowns_ms") or []
+    slowest = d.get("slowest_rank")
+    total = sum(b.values())
+    who = f"rank {slowest} (slowest)" if slowest is not None else "rank 0"
+    lines = [_row("breakdown", f"{who}, all iterations: {total:,.2f} ms"), _row("", _buckets(b, total))]
+    if len(ranks) > 1:
+        for r in ranks[:_SHOWN_RANKS]:
+            label = f"rank {r['rank']}" + (f" (x{r['members']})" if r["members"] > 1 else "")
+            lines.append(_row("", f"{label}: {r['total_ms']:,.2f} ms; {_buckets(r, r['total_ms'])}"))
+        if len(ranks) > _SHOWN_RANKS:
+            lines.append(_row("", f"... and {len(ranks) - _SHOWN_RANKS} more representative ranks (see the JSON)"))
+    return lines
+
+
+def _buckets(b: dict, total_ms: float) -> str:
+    names = (("compute_ms", "compute"), ("exposed_comm_ms", "exposed comm"), ("host_bound_ms", "host-bound"),
+             ("idle_ms", "idle/bubble"))
+    return ", ".join(f"{label} {b[key]:,.2f} ms ({b[key] / total_ms if total_ms else 0.0:.0%})" for key, label in names)
+
+
+def _size(size_bytes: int) -> str:
+    return f"{size_bytes / _GIB:,.2f} GiB" if size_bytes >= _GIB else f"{size_bytes / _MIB:,.1f} MiB"
+
+
+def _flops(flops: float) -> str:
+    return f"{flops / 1e12:,.2f} TFLOP" if flops >= 1e12 else f"{flops / 1e9:,.2f} GFLOP"

@@ -1,0 +1,90 @@
+"""The one-page terminal summary and the summary JSON's throughput/MFU keys, on hand-made summaries."""
+
+import pytest
+
+from maya.summary import EmulationSummary, IterationSummary
+from maya.terminal_summary import terminal_summary
+
+GIB = 1 << 30
+
+
+def _iteration(index, time_ms, flops=1e12, allocated=10 * GIB, reserved=12 * GIB):
+    return IterationSummary(index=index, time_ms=time_ms, peak_allocated_bytes=allocated,
+                            peak_reserved_bytes=reserved, ops=100, flops=flops)
+
+
+def _extra(**overrides):
+    extra = {
+        "estimate_sources": {"exact": 0.75, "catboost": 0.25, "none": 0.0},
+        "breakdown_ms": {"compute_ms": 60.0, "exposed_comm_ms": 20.0, "host_bound_ms": 10.0, "idle_ms": 10.0},
+        "slowest_rank": 1,
+        "rank_breakdowns_ms": [
+            {"rank": 0, "members": 4, "total_ms": 100.0, "compute_ms": 50.0, "exposed_comm_ms": 20.0,
+             "host_bound_ms": 5.0, "idle_ms": 25.0, "comm_ms": 40.0},
+            {"rank": 1, "members": 4, "total_ms": 100.0, "compute_ms": 60.0, "exposed_comm_ms": 20.0,
+             "host_bound_ms": 10.0, "idle_ms": 10.0, "comm_ms": 40.0},
+        ],
+        "top_ops": [{"op": f"op{i}", "gpu_ms": 10.0 - i, "share": (10.0 - i) / 100} for i in range(10)],
+        "top_modules": [{"module": f"layers.{i}", "gpu_ms": 5.0, "share": 0.05} for i in range(10)],
+        "model_flops_per_iteration": 8 * 0.5e12,
+        "cluster": {"name": "dgx-h200", "gpu": "h200", "nodes": 1, "gpus_per_node": 8, "price_per_gpu_hour_usd": 3.5},
+        "timeline": "/runs/t/timeline.json",
+    }
+    return {**extra, **overrides}
+
+
+def _summary(**kw):
+    base = dict(world_size=8, gpu="h200", emulated_ranks=[0, 1], iterations=[_iteration(0, 80.0), _iteration(1, 40.0),
+                _iteration(2, 40.0)], oom=False, trace_dir="/runs/t", extra=_extra())
+    return EmulationSummary(**{**base, **kw})
+
+
+def test_json_carries_throughput_and_mfu_by_hand():
+    d = _summary(samples_per_iteration=64, tokens_per_iteration=64 * 2048).to_dict()
+    assert d["median_iteration_ms"] == 40.0
+    assert d["iterations_per_s"] == pytest.approx(25.0)
+    assert d["samples_per_s"] == pytest.approx(64 * 25.0)
+    assert d["tokens_per_s"] == pytest.approx(64 * 2048 * 25.0)
+    # 4e12 FLOP per iteration over 8 GPUs in 40 ms at 989.4 TFLOP/s each: 4e12 / (0.04 * 8 * 989.4e12).
+    assert d["mfu"] == pytest.approx(4e12 / (0.04 * 8 * 989.4e12))
+    assert d["mfu_peak_flops_per_s"] == pytest.approx(989.4e12)
+    assert d["memory_capacity_bytes"] == 150109880320
+
+
+def test_mfu_needs_model_flops_of_every_rank():
+    multi = _summary(extra=_extra(model_flops_per_iteration=None)).to_dict()
+    assert multi["mfu"] is None and multi["samples_per_s"] is None
+    # One rank: its own iteration FLOPs are the model's (median over timed iterations).
+    one = _summary(world_size=1, emulated_ranks=[0], extra={}).to_dict()
+    assert one["model_flops_per_iteration"] == 1e12
+    assert one["mfu"] == pytest.approx(1e12 / (0.04 * 989.4e12))
+    failed = _summary(iterations=[_iteration(0, None)], exit_code=1, extra={}).to_dict()
+    assert failed["mfu"] is None and failed["iterations_per_s"] is None
+
+
+def test_terminal_summary_one_page():
+    text = terminal_summary(_summary(samples_per_iteration=64))
+    lines = text.splitlines()
+    assert len(lines) <= 40
+    assert lines[0] == "Maya prediction: 8 x NVIDIA H200 (cluster dgx-h200: 1 node x 8 GPUs), emulated ranks [0, 1]"
+    assert "40.00 ms, median of 3 iteration(s): 80.00, 40.00, 40.00 ms" in text
+    assert "25.00 iterations/s, 1,600.0 samples/s, tokens/s n/a" in text
+    assert "MFU            1.26% (4.00 TFLOP per iteration on 8 GPU(s) of 989.4 TFLOP/s dense bfloat16 peak)" in text
+    assert "peak allocated 10.00 GiB, reserved 12.00 GiB of 139.80 GiB per GPU (h200): fits" in text
+    assert "rank 1 (slowest), all iterations: 100.00 ms" in text
+    assert ("compute 60.00 ms (60%), exposed comm 20.00 ms (20%), host-bound 10.00 ms (10%), "
+            "idle/bubble 10.00 ms (10%)") in text
+    assert "rank 0 (x4): 100.00 ms; compute 50.00 ms (50%)" in text
+    assert "op4" in text and "op5" not in text  # top 5 of 10
+    assert "layers.4" in text and "layers.5" not in text
+    assert "exact 75%, catboost 25% of predicted GPU time" in text
+    assert "/runs/t/timeline.json (open it in https://ui.perfetto.dev)" in text
+
+
+def test_terminal_summary_out_of_memory_and_other_gpu():
+    oom = terminal_summary(_summary(iterations=[_iteration(0, None)], oom=True, exit_code=1, extra={}))
+    assert "step time      n/a (the script ran out of memory)" in oom
+    assert "OUT OF MEMORY" in oom and "MFU" not in oom and "timeline" not in oom
+    a100 = terminal_summary(_summary(gpu="a100", iterations=[_iteration(0, 40.0, reserved=90 * GIB)],
+                                     extra=_extra(emulated_gpu="h200")))
+    assert "of 80.00 GiB per GPU (a100): does NOT fit in the a100's memory; figures from the emulated h200's allocator" in a100
