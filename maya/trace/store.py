@@ -33,11 +33,16 @@ def rank_path(trace_dir: str | os.PathLike, rank: int) -> Path:
     return Path(trace_dir) / f"rank={rank}" / "trace.parquet"
 
 
-def write_rank_trace(trace_dir: str | os.PathLike, rank: int, table: pa.Table) -> Path:
-    """Write one rank's trace atomically (temporary file, then rename)."""
-    table = table.cast(TRACE_SCHEMA).replace_schema_metadata(
+def prepare_rank_table(table: pa.Table, rank: int) -> pa.Table:
+    """Cast a rank's table to the trace schema and stamp the schema version and rank on it."""
+    return table.cast(TRACE_SCHEMA).replace_schema_metadata(
         {_VERSION_KEY: str(TRACE_SCHEMA_VERSION).encode(), b"maya.rank": str(rank).encode()}
     )
+
+
+def write_rank_trace(trace_dir: str | os.PathLike, rank: int, table: pa.Table) -> Path:
+    """Write one rank's trace atomically (temporary file, then rename)."""
+    table = prepare_rank_table(table, rank)
     path = rank_path(trace_dir, rank)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".parquet.tmp")
@@ -70,7 +75,15 @@ def read_meta(trace_dir: str | os.PathLike) -> dict[str, Any]:
 def read_rank_trace(trace_dir: str | os.PathLike, rank: int) -> pa.Table:
     """Read one rank's trace table, checking its schema version."""
     path = rank_path(trace_dir, rank)
-    table = pq.read_table(path)
+    if not path.exists():  # written through a Ray Dataset: the partition's files, in order
+        parts = sorted(path.parent.glob("*.parquet"))
+        if not parts:
+            raise FileNotFoundError(f"{trace_dir} has no trace for rank {rank} ({path.parent} is missing or empty)")
+        tables = [pq.read_table(p) for p in parts]
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        path = parts[0]
+    else:
+        table = pq.read_table(path)
     raw = (table.schema.metadata or {}).get(_VERSION_KEY)
     _check_version(int(raw) if raw is not None else None, str(path))
     return table

@@ -1,0 +1,27 @@
+"""Writing a world's traces through a Ray Dataset: one Parquet partition per rank (`rank=<r>/`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+from maya.trace.store import prepare_rank_table
+
+
+def write_traces_dataset(trace_dir: str | os.PathLike, tables: Mapping[int, pa.Table]) -> None:
+    """Gather the ranks' trace tables into a Ray Dataset and write it partitioned by rank.
+
+    Each partition `TRACE_DIR/rank=<r>/` then holds that rank's rows with the trace schema (and
+    its version) and no `rank` column; `maya.trace.store.read_rank_trace` reads it back.
+    """
+    import ray.data
+
+    blocks = []
+    for rank, table in sorted(tables.items()):
+        table = prepare_rank_table(table, rank)
+        blocks.append(table.append_column("rank", pa.array([rank] * table.num_rows, pa.int32())))
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    ray.data.from_arrow(blocks).write_parquet(str(trace_dir), partition_cols=["rank"])

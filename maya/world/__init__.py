@@ -1,0 +1,11 @@
+"""Multi-rank emulation: ranks on Ray actors, identical ranks emulated once (`emulate_world`)."""
+
+from maya.world.world_emulation import (
+    ActorDiedError,
+    DedupMismatchError,
+    RankFailedError,
+    WorldEmulation,
+    emulate_world,
+)
+
+__all__ = ["ActorDiedError", "DedupMismatchError", "RankFailedError", "WorldEmulation", "emulate_world"]

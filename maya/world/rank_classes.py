@@ -1,0 +1,185 @@
+"""Rank classes: which ranks of a world would record the same trace, so that one emulation serves all.
+
+A training script's ranks differ only through their place in its process groups: a pipeline stage
+runs other layers than its neighbour, while data-parallel replicas (and, usually, tensor-parallel
+peers) run the same ops on same-shaped shards. Maya learns which groupings matter from the script
+itself:
+
+1. Rank 0 runs first. Every rank creates every process group (c10d requires it), so rank 0's
+   emulation yields the whole group table. Groups created back to back that are disjoint and of
+   one size form a *family* (one DeviceMesh dimension, or the world group); a rank's *position*
+   in a family is its index within its group there.
+2. A family whose positions other families already determine (the world group beside a full mesh)
+   adds nothing and is dropped. For each remaining family, one *probe* rank differs from rank 0
+   only there, taking the last position (the most likely to be special: the last pipeline stage,
+   an uneven shard). If its trace equals rank 0's after normalisation (`trace_fingerprint`), the
+   family is *invariant*.
+3. Ranks with equal positions in every non-invariant family form a class, represented by its
+   lowest rank.
+
+The assumption is that position 0 and the last position behaving alike means all positions do.
+`--verify-dedup` checks it by emulating another member of every class.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+Group = tuple[str, tuple[int, ...]]
+"""(process group name, global ranks in group-rank order)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Family:
+    """Groups created back to back, disjoint and of one size: one way the script partitions its ranks."""
+
+    index: int
+    """Creation order among the script's families."""
+    groups: tuple[Group, ...]
+    """The family's groups in creation order."""
+
+    @property
+    def group_size(self) -> int:
+        return len(self.groups[0][1])
+
+    def position(self, rank: int) -> int | None:
+        """`rank`'s index within its group in this family, or None when no group holds it."""
+        for _, ranks in self.groups:
+            if rank in ranks:
+                return ranks.index(rank)
+        return None
+
+    def group_of(self, rank: int) -> tuple[int, ...] | None:
+        for _, ranks in self.groups:
+            if rank in ranks:
+                return ranks
+        return None
+
+
+def families(groups: Sequence[Group], world_size: int) -> list[Family]:
+    """Split a group table into families (see the module docstring); duplicate names count once."""
+    seen: set[str] = set()
+    out: list[list[Group]] = []
+    members: set[int] = set()
+    for name, ranks in groups:
+        if name in seen:
+            continue
+        seen.add(name)
+        current = out[-1] if out else None
+        fits = (
+            current is not None and len(current[0][1]) == len(ranks)
+            and not members.intersection(ranks) and len(members) + len(ranks) <= world_size
+        )
+        if fits:
+            current.append((name, tuple(ranks)))
+            members.update(ranks)
+        else:
+            out.append([(name, tuple(ranks))])
+            members = set(ranks)
+    return [Family(index=i, groups=tuple(g)) for i, g in enumerate(out)]
+
+
+def informative(fams: Sequence[Family], world_size: int) -> list[Family]:
+    """Families that can tell ranks apart: size > 1, and not determined by the other families."""
+    useful = [f for f in fams if f.group_size > 1]
+    kept = list(useful)
+    for fam in useful:
+        others = [f for f in kept if f is not fam]
+        if not others:
+            continue
+        keys = {tuple(f.position(r) for f in others) for r in range(world_size)}
+        if len(keys) == world_size:  # the other families already single out every rank
+            kept.remove(fam)
+    return kept
+
+
+def probe_rank(fam: Family, others: Sequence[Family], world_size: int) -> int | None:
+    """A rank at the last position of rank 0's group in `fam` that matches rank 0 in the other families."""
+    group = fam.group_of(0)
+    if group is None:
+        return None
+    target = tuple(f.position(0) for f in others)
+    best, best_score = None, -1
+    for rank in range(world_size):
+        position = fam.position(rank)
+        if position is None or position == fam.position(0):
+            continue
+        score = sum(f.position(rank) == t for f, t in zip(others, target)) * world_size + position
+        if score > best_score:
+            best, best_score = rank, score
+    return best
+
+
+def signature(rank: int, variant: Sequence[Family]) -> tuple:
+    """The positions that decide which class `rank` is in."""
+    return tuple(f.position(rank) for f in variant)
+
+
+def classes(world_size: int, variant: Sequence[Family]) -> dict[int, int]:
+    """Every rank -> its class representative (the lowest rank with the same signature)."""
+    first: dict[tuple, int] = {}
+    out = {}
+    for rank in range(world_size):
+        out[rank] = first.setdefault(signature(rank, variant), rank)
+    return out
+
+
+_FINGERPRINT_COLUMNS = (
+    "iteration", "kind", "op", "phase", "module", "stream", "event_id", "input_shapes", "input_dtypes",
+    "input_strides", "output_shapes", "output_dtypes", "allocated_bytes", "reserved_bytes", "message_bytes",
+    "reduce_op", "async_op",
+)
+"""Trace columns two ranks of one class must agree on; group names and peers are compared by role."""
+
+_IGNORED_KINDS = frozenset({"sync"})
+"""Host reads (`loss.item()` for logging) are left out of the comparison: scripts log on rank 0 only,
+and the class then keeps its representative's (rank 0's) reads."""
+
+
+def normalized_rows(table: pa.Table, rank: int, fams: Sequence[Family]) -> list[tuple]:
+    """The trace as comparable tuples: group names become family indices, peers relative positions."""
+    family_of = {name: f for f in fams for name, _ in f.groups}
+    columns = {c: table.column(c).to_pylist() for c in (*_FINGERPRINT_COLUMNS, "group_name", "group_ranks", "peer")}
+    rows = []
+    kinds = columns["kind"]
+    for i in range(table.num_rows):
+        if kinds[i] in _IGNORED_KINDS:
+            continue
+        row = tuple(columns[c][i] for c in _FINGERPRINT_COLUMNS)
+        group = columns["group_name"][i]
+        if group is not None:
+            # The root of a scatter/gather passes the tensor lists, the other members do not: a
+            # collective is compared by its op, size and group, not by which side holds the lists.
+            row = tuple(None if c.startswith("input_") else v for c, v in zip(_FINGERPRINT_COLUMNS, row))
+            fam = family_of.get(group)
+            ranks = columns["group_ranks"][i] or []
+            peer = columns["peer"][i]
+            relative = None
+            if peer is not None and rank in ranks and peer in ranks:
+                relative = ranks.index(peer) - ranks.index(rank)
+            row += (fam.index if fam else None, len(ranks), relative)
+        rows.append(row)
+    return rows
+
+
+def trace_fingerprint(table: pa.Table, rank: int, fams: Sequence[Family]) -> str:
+    """A hash of `normalized_rows`: equal for ranks that would record the same trace."""
+    digest = hashlib.blake2b(digest_size=16)
+    for row in normalized_rows(table, rank, fams):
+        digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+def first_difference(a: pa.Table, rank_a: int, b: pa.Table, rank_b: int, fams: Sequence[Family]) -> str:
+    """Describe the first row where two ranks' normalised traces differ."""
+    rows_a, rows_b = normalized_rows(a, rank_a, fams), normalized_rows(b, rank_b, fams)
+    for i, (x, y) in enumerate(zip(rows_a, rows_b)):
+        if x != y:
+            names = (*_FINGERPRINT_COLUMNS, "family", "group_size", "relative_peer")
+            diff = {n: (u, v) for n, u, v in zip(names, x, y) if u != v}
+            return f"row {i} ({x[2]} {x[1]}): " + ", ".join(f"{n}: {u!r} vs {v!r}" for n, (u, v) in diff.items())
+    return f"rank {rank_a} records {len(rows_a)} rows, rank {rank_b} records {len(rows_b)}"

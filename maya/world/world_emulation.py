@@ -1,0 +1,218 @@
+"""`emulate_world`: emulate every rank class of a torchrun world on Ray actors, each class once.
+
+The phases (see `maya.world.rank_classes` for why they are enough):
+1. rank 0, which yields the script's process-group table;
+2. one probe rank per informative group family, in parallel, to learn which families change a
+   rank's trace;
+3. the remaining class representatives, in parallel;
+4. with `verify_dedup`, one more member of every class of several ranks, compared row by row.
+
+Every emulation runs in its own `RankActor` (one CPU each, so Ray spreads them over the cluster's
+CPUs). A local Ray starts when none is running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from maya.world.rank_actor import RankResult
+from maya.world.rank_classes import (
+    Family,
+    classes,
+    families,
+    first_difference,
+    informative,
+    probe_rank,
+    trace_fingerprint,
+)
+
+log = logging.getLogger(__name__)
+
+
+class RankFailedError(RuntimeError):
+    """The script failed on an emulated rank; the message holds the rank and its traceback."""
+
+    def __init__(self, result: RankResult) -> None:
+        super().__init__(f"rank {result.rank} failed:\n{result.error}")
+        self.result = result
+
+
+class ActorDiedError(RuntimeError):
+    """An emulation actor died, was restarted once, and died again."""
+
+
+class DedupMismatchError(RuntimeError):
+    """Two ranks of one class recorded different traces (`verify_dedup`)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorldEmulation:
+    """The emulated ranks of a world and the classes they stand for."""
+
+    world_size: int
+    """Ranks in the world."""
+    results: dict[int, RankResult]
+    """Every rank that was emulated: representatives, probes and verification ranks."""
+    rank_to_representative: dict[int, int]
+    """Every rank -> the representative whose trace stands for it."""
+    families: list[Family] = field(default_factory=list)
+    """The script's group families."""
+    variant_families: list[int] = field(default_factory=list)
+    """Indices of the families whose position changes a rank's trace."""
+
+    @property
+    def representatives(self) -> list[int]:
+        return sorted(set(self.rank_to_representative.values()))
+
+
+def ensure_ray() -> None:
+    """Connect to the running Ray cluster (RAY_ADDRESS or one started here), or start a local one."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(configure_logging=False, include_dashboard=False)
+
+
+class _ActorPool:
+    """Runs emulations on fresh `RankActor`s, as many at once as Ray has CPUs for."""
+
+    def __init__(self, script: str, args: list[str], gpu: str, world_size: int, local_world_size: int,
+                 progress: Callable[[str], None]) -> None:
+        from maya.world.rank_actor import remote_actor_class
+
+        self.actor_class = remote_actor_class()
+        self.call = (script, list(args), gpu)
+        self.world_size = world_size
+        self.local_world_size = local_world_size
+        self.progress = progress
+
+    def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
+        import ray
+        from ray.exceptions import RayActorError
+
+        ranks = sorted(set(ranks))
+        if not ranks:
+            return {}
+        self.progress(f"emulating {what}: rank(s) {_short(ranks)}")
+        pending = {}
+        for rank in ranks:
+            actor = self.actor_class.remote()
+            script, args, gpu = self.call
+            ref = actor.emulate.remote(script, args, gpu, rank, self.world_size, self.local_world_size)
+            pending[ref] = (rank, actor)
+        results: dict[int, RankResult] = {}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            rank, actor = pending.pop(done[0])
+            try:
+                result = ray.get(done[0])
+            except RayActorError as e:
+                for _, other in pending.values():
+                    ray.kill(other)
+                raise ActorDiedError(
+                    f"rank {rank}: the emulation actor died, was restarted once and died again ({e})"
+                ) from None
+            finally:
+                ray.kill(actor)
+            if result.exit_code != 0:
+                for _, other in pending.values():
+                    ray.kill(other)
+                raise RankFailedError(result)
+            self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
+            results[rank] = result
+        return results
+
+
+def emulate_world(
+    script: str | os.PathLike,
+    args: list[str] | tuple[str, ...],
+    *,
+    gpu: str,
+    world_size: int,
+    local_world_size: int,
+    dedup: bool = True,
+    verify_dedup: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> WorldEmulation:
+    """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
+
+    Args:
+        script: the training script (must be readable by the Ray workers, e.g. via a working dir).
+        args: the script's arguments.
+        gpu: catalog key of the emulated GPU.
+        world_size: ranks in the job (nnodes * nproc_per_node).
+        local_world_size: ranks per node (nproc_per_node).
+        dedup: emulate one rank per class; False emulates every rank.
+        verify_dedup: also emulate another member of every multi-rank class and compare traces.
+        progress: called with one line per step, for a terminal or a log.
+
+    Raises:
+        RankFailedError: the script failed on a rank (its traceback and rank are in the message).
+        ActorDiedError: an emulation process died twice.
+        DedupMismatchError: `verify_dedup` found two members of a class with different traces.
+    """
+    progress = progress or log.info
+    ensure_ray()
+    pool = _ActorPool(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress)
+    if not dedup:
+        results = pool.run(range(world_size), "every rank")
+        return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})
+    results = pool.run([0], "rank 0 (its group table decides the rank classes)")
+    fams = families(results[0].groups, world_size)
+    useful = informative(fams, world_size)
+    probes = {f.index: probe_rank(f, [o for o in useful if o is not f], world_size) for f in useful}
+    results.update(pool.run([p for p in probes.values() if p is not None], "one probe rank per group family"))
+    reference = trace_fingerprint(results[0].table, 0, fams)
+    variant = [
+        f for f in useful
+        if probes[f.index] is None or trace_fingerprint(results[probes[f.index]].table, probes[f.index], fams) != reference
+    ]
+    rep = classes(world_size, variant)
+    progress(
+        f"{len(set(rep.values()))} rank class(es) over {world_size} ranks; group families "
+        + ", ".join(f"#{f.index} (size {f.group_size}): {'varies' if f in variant else 'same trace'}" for f in useful)
+    )
+    results.update(pool.run([r for r in set(rep.values()) if r not in results], "class representatives"))
+    _check_members(results, rep, fams)
+    if verify_dedup:
+        extra = _verification_ranks(rep, results)
+        results.update(pool.run(extra, "one more member per class (--verify-dedup)"))
+        _check_members(results, rep, fams)
+    return WorldEmulation(
+        world_size=world_size, results=results, rank_to_representative=rep, families=fams,
+        variant_families=[f.index for f in variant],
+    )
+
+
+def _verification_ranks(rep: dict[int, int], results: dict[int, RankResult]) -> list[int]:
+    """For every class of several ranks with only its representative emulated, its highest rank."""
+    members: dict[int, list[int]] = {}
+    for rank, r in rep.items():
+        members.setdefault(r, []).append(rank)
+    extra = []
+    for r, ranks in members.items():
+        if len(ranks) > 1 and not any(m in results for m in ranks if m != r):
+            extra.append(max(ranks))
+    return extra
+
+
+def _check_members(results: dict[int, RankResult], rep: dict[int, int], fams: list[Family]) -> None:
+    """Every emulated non-representative must match its representative's trace."""
+    for rank, result in sorted(results.items()):
+        r = rep[rank]
+        if r == rank or r not in results:
+            continue
+        if trace_fingerprint(result.table, rank, fams) != trace_fingerprint(results[r].table, r, fams):
+            raise DedupMismatchError(
+                f"ranks {r} and {rank} were put in one class but record different traces: "
+                + first_difference(results[r].table, r, result.table, rank, fams)
+                + "; rerun without deduplication (--no-dedup)"
+            )
+
+
+def _short(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks)) if len(ranks) <= 12 else f"{', '.join(map(str, ranks[:10]))}, ... ({len(ranks)} ranks)"
