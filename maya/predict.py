@@ -39,7 +39,7 @@ class Prediction:
     """Per representative rank, in rank order: `rank`, `members` (ranks it stands for) and its
     `total_ms`, `compute_ms`, `exposed_comm_ms`, `host_bound_ms`, `idle_ms`, `comm_ms`."""
     top_ops: list[dict]
-    """The `TOP_N` ops with the most simulated GPU time over all ranks: `op`, `gpu_ms`, `share`."""
+    """The `TOP_N` ops with the most simulated GPU time over all ranks: `op`, `kind`, `gpu_ms`, `share`."""
     top_modules: list[dict]
     """The `TOP_N` modules with the most simulated GPU time over all ranks: `module`, `gpu_ms`, `share`."""
     model_flops_per_iteration: list[float]
@@ -155,7 +155,10 @@ def _source_shares(estimated: dict[int, pd.DataFrame], representative: Mapping[i
 
 
 def _top(table: pd.DataFrame, key: str) -> list[dict]:
+    """The first `TOP_N` rows as dicts: `key`, `kind` when the table has it (an op name can be both a
+    kernel and a memcpy), `gpu_ms` and `share`."""
+    extra = ["kind"] if "kind" in table.columns else []
     return [
-        {key: row[key], "gpu_ms": row["total_us"] / 1000.0, "share": row["share"]}
+        {key: row[key], **{k: row[k] for k in extra}, "gpu_ms": row["total_us"] / 1000.0, "share": row["share"]}
         for row in table.head(TOP_N).to_dict("records")
     ]

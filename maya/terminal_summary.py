@@ -32,6 +32,8 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
     for key, label in (("top_ops", "top ops"), ("top_modules", "top modules")):
         for i, row in enumerate((d.get(key) or [])[:top_n]):
             name = row.get("op", row.get("module"))
+            if row.get("kind", "kernel") != "kernel":
+                name += f" ({row['kind']})"
             lines.append(_row(label if i == 0 else "", f"{row['share']:6.1%} {row['gpu_ms']:10.3f} ms  {name}"))
     if d.get("top_ops"):
         lines.append(_row("", "(share of GPU time over all ranks and iterations)"))

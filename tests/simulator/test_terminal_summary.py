@@ -24,7 +24,8 @@ def _extra(**overrides):
             {"rank": 1, "members": 4, "total_ms": 100.0, "compute_ms": 60.0, "exposed_comm_ms": 20.0,
              "host_bound_ms": 10.0, "idle_ms": 10.0, "comm_ms": 40.0},
         ],
-        "top_ops": [{"op": f"op{i}", "gpu_ms": 10.0 - i, "share": (10.0 - i) / 100} for i in range(10)],
+        "top_ops": [{"op": f"op{i}", "kind": "memcpy" if i == 1 else "kernel", "gpu_ms": 10.0 - i,
+                     "share": (10.0 - i) / 100} for i in range(10)],
         "top_modules": [{"module": f"layers.{i}", "gpu_ms": 5.0, "share": 0.05} for i in range(10)],
         "model_flops_per_iteration": 8 * 0.5e12,
         "cluster": {"name": "dgx-h200", "gpu": "h200", "nodes": 1, "gpus_per_node": 8, "price_per_gpu_hour_usd": 3.5},
@@ -75,6 +76,7 @@ def test_terminal_summary_one_page():
     assert ("compute 60.00 ms (60%), exposed comm 20.00 ms (20%), host-bound 10.00 ms (10%), "
             "idle/bubble 10.00 ms (10%)") in text
     assert "rank 0 (x4): 100.00 ms; compute 50.00 ms (50%)" in text
+    assert " op0\n" in text and " op1 (memcpy)\n" in text
     assert "op4" in text and "op5" not in text  # top 5 of 10
     assert "layers.4" in text and "layers.5" not in text
     assert "exact 75%, catboost 25% of predicted GPU time" in text
