@@ -31,7 +31,7 @@ class IterationSummary:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EmulationSummary:
-    """What `maya emulate` reports for a run."""
+    """What `maya emulate` and `maya simulate` report for a run."""
 
     world_size: int
     """Number of ranks in the emulated world."""

@@ -28,7 +28,7 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
     lines = [_headline(summary, d, gpu.name)]
     lines += _timing(summary, d)
     lines += _memory(summary, d, gpu.key)
-    lines += _breakdown(d)
+    lines += _breakdown(d, summary.world_size)
     for key, label in (("top_ops", "top ops"), ("top_modules", "top modules")):
         for i, row in enumerate((d.get(key) or [])[:top_n]):
             name = row.get("op", row.get("module"))
@@ -102,14 +102,17 @@ def _memory(summary: EmulationSummary, d: dict, gpu_key: str) -> list[str]:
     return [_row("memory", text)]
 
 
-def _breakdown(d: dict) -> list[str]:
+def _breakdown(d: dict, world_size: int) -> list[str]:
     b = d.get("breakdown_ms")
     if not b:
         return []
     ranks = d.get("rank_breakdowns_ms") or []
     slowest = d.get("slowest_rank")
     total = sum(b.values())
-    who = f"rank {slowest} (slowest)" if slowest is not None else "rank 0"
+    if slowest is not None:
+        who = f"rank {slowest} (slowest)"
+    else:
+        who = "rank 0" if world_size == 1 else "slowest rank"
     lines = [_row("breakdown", f"{who}, all iterations: {total:,.2f} ms"), _row("", _buckets(b, total))]
     if len(ranks) > 1:
         for r in ranks[:_SHOWN_RANKS]:

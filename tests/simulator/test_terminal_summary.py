@@ -87,6 +87,8 @@ def test_terminal_summary_out_of_memory_and_other_gpu():
     oom = terminal_summary(_summary(iterations=[_iteration(0, None)], oom=True, exit_code=1, extra={}))
     assert "step time      n/a (the script ran out of memory)" in oom
     assert "OUT OF MEMORY" in oom and "MFU" not in oom and "timeline" not in oom
+    unnamed = terminal_summary(_summary(extra=_extra(slowest_rank=None, rank_breakdowns_ms=[])))
+    assert "breakdown      slowest rank, all iterations: 100.00 ms" in unnamed
     a100 = terminal_summary(_summary(gpu="a100", iterations=[_iteration(0, 40.0, reserved=90 * GIB)],
                                      extra=_extra(emulated_gpu="h200")))
     assert "of 80.00 GiB per GPU (a100): does NOT fit in the a100's memory; figures from the emulated h200's allocator" in a100
