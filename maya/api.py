@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +30,9 @@ def emulate(
     nnodes: int = 1,
     nproc_per_node: int = 1,
     trace_dir: str | os.PathLike | None = None,
+    dedup: bool = True,
+    verify_dedup: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -42,6 +46,10 @@ def emulate(
         nnodes: nodes in the emulated world (torchrun --nnodes).
         nproc_per_node: GPUs per node (torchrun --nproc-per-node).
         trace_dir: where to write the trace; a new temporary directory by default.
+        dedup: with several ranks, emulate one rank per class of identical ranks (default);
+            False emulates every rank.
+        verify_dedup: also emulate a second member of every class and fail if its trace differs.
+        progress: called with one line per emulation step of a multi-rank run.
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
@@ -50,18 +58,17 @@ def emulate(
     if nnodes < 1 or nproc_per_node < 1:
         raise ValueError(f"nnodes={nnodes} and nproc_per_node={nproc_per_node} must both be >= 1")
     world_size = nnodes * nproc_per_node
-    if world_size > 1:
-        raise NotImplementedError(
-            f"world_size={world_size}: multi-rank emulation (the fake NCCL process group) is not implemented yet; "
-            "run with --nnodes 1 --nproc-per-node 1"
-        )
     trace_dir = Path(trace_dir) if trace_dir is not None else Path(tempfile.mkdtemp(prefix="maya-trace-"))
+    if world_size > 1:
+        return _emulate_world(
+            script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress
+        )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     outcome = run_script(script, list(args), config)
     state = outcome.state
     table = rows_to_table(state.rows)
     write_rank_trace(trace_dir, config.rank, table)
-    iterations = _iterations(state, table)
+    iterations = _iterations(state.iterations, table)
     extra: dict = {}
     if outcome.exit_code == 0:
         iterations, extra = _with_times(iterations, table, spec.key, trace_dir)
@@ -89,33 +96,88 @@ def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: 
     prediction = predict({0: table}, gpu, trace_dir=trace_dir)
     times = prediction.iteration_ms
     timed = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
-    extra = {
-        "estimate_sources": prediction.source_shares,
-        "breakdown_ms": prediction.breakdown,
-        "top_ops": prediction.top_ops,
-        "top_modules": prediction.top_modules,
-        "timeline": prediction.timeline_path,
-    }
+    extra = prediction.summary_extra()
     return timed, extra
 
 
-def _iterations(state, table) -> list[IterationSummary]:
+def _emulate_world(
+    script, args: list[str], gpu: str, world_size: int, local_world_size: int, trace_dir: Path,
+    dedup: bool, verify_dedup: bool, progress,
+) -> EmulationSummary:
+    """Several ranks: emulate the rank classes on Ray actors, then time the whole job."""
+    from maya.predict import predict
+    from maya.trace.dataset import write_traces_dataset
+    from maya.world import RankFailedError, emulate_world
+
+    try:
+        world = emulate_world(
+            script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
+            verify_dedup=verify_dedup, progress=progress,
+        )
+    except RankFailedError as e:
+        failed = e.result
+        return EmulationSummary(
+            world_size=world_size, gpu=gpu, emulated_ranks=[failed.rank], iterations=[], oom=failed.oom,
+            trace_dir=str(trace_dir), exit_code=failed.exit_code or 1, error=f"[rank {failed.rank}] {failed.error}",
+        )
+    reps = world.representatives
+    write_traces_dataset(trace_dir, {r: res.table for r, res in world.results.items()})
+    tables = {r: world.results[r].table for r in reps}
+    prediction = predict(tables, gpu, rank_to_representative=world.rank_to_representative, trace_dir=trace_dir)
+    slowest = world.rank_to_representative[prediction.slowest_rank]
+    iterations = _iterations(world.results[slowest].iterations, tables[slowest])
+    times = prediction.iteration_ms
+    iterations = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
+    members: dict[int, list[int]] = {}
+    for rank, rep in world.rank_to_representative.items():
+        members.setdefault(rep, []).append(rank)
+    extra = {
+        **prediction.summary_extra(),
+        "rank_classes": [{"representative": r, "ranks": len(m), "members": _ranges(m)} for r, m in sorted(members.items())],
+        "peak_allocated_bytes_per_representative": {
+            str(r): max((s["peak_allocated_bytes"] for s in world.results[r].iterations), default=0) for r in reps
+        },
+        "emulation_s": {str(r): round(res.emulation_s, 2) for r, res in sorted(world.results.items())},
+    }
+    write_meta(trace_dir, {
+        "world_size": world_size, "gpu": gpu, "emulated_ranks": reps, "script": str(script), "args": list(args),
+        "rank_to_representative": {str(r): rep for r, rep in world.rank_to_representative.items()},
+    })
+    return EmulationSummary(
+        world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations,
+        oom=any(res.oom for res in world.results.values()), trace_dir=str(trace_dir), extra=extra,
+    )
+
+
+def _ranges(ranks: list[int]) -> str:
+    """`[0, 1, 2, 5]` -> "0-2,5"."""
+    ranks = sorted(ranks)
+    parts, start = [], ranks[0]
+    for a, b in zip(ranks, ranks[1:] + [None]):
+        if b != a + 1:
+            parts.append(f"{start}-{a}" if a != start else str(a))
+            start = b
+    return ",".join(parts)
+
+
+def _iterations(stats, table) -> list[IterationSummary]:
     """Per-iteration figures; a trailing iteration that never reached an optimizer step is dropped
-    when at least one complete iteration exists."""
+    when at least one complete iteration exists. `stats`: IterationStats, or dicts of their fields."""
     gpu_work = table.filter(pc.is_in(table["kind"], value_set=pa.array(["kernel", "memcpy"])))
     per_iteration = gpu_work.group_by("iteration").aggregate([("flops", "sum"), ("flops", "count")]).to_pydict()
     counts = dict(zip(per_iteration["iteration"], per_iteration["flops_count"]))
     flops = dict(zip(per_iteration["iteration"], per_iteration["flops_sum"]))
-    stats = state.iterations
+    stats = [s if isinstance(s, dict) else {"index": s.index, "peak_allocated_bytes": s.peak_allocated_bytes,
+                                              "peak_reserved_bytes": s.peak_reserved_bytes} for s in stats]
     complete = stats[:-1] if len(stats) > 1 else stats
     return [
         IterationSummary(
-            index=s.index,
+            index=s["index"],
             time_ms=None,
-            peak_allocated_bytes=s.peak_allocated_bytes,
-            peak_reserved_bytes=s.peak_reserved_bytes,
-            ops=counts.get(s.index, 0),
-            flops=flops.get(s.index, 0.0),
+            peak_allocated_bytes=s["peak_allocated_bytes"],
+            peak_reserved_bytes=s["peak_reserved_bytes"],
+            ops=counts.get(s["index"], 0),
+            flops=flops.get(s["index"], 0.0),
         )
         for s in complete
     ]

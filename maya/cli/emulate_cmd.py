@@ -25,6 +25,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="samples the whole job consumes per iteration (global batch size), for samples/s")
     p.add_argument("--tokens-per-iteration", type=int, metavar="N",
                    help="tokens the whole job consumes per iteration, for tokens/s")
+    p.add_argument("--no-dedup", action="store_true",
+                   help="emulate every rank instead of one rank per class of identical ranks")
+    p.add_argument("--verify-dedup", action="store_true",
+                   help="also emulate a second member of every rank class and fail if its trace differs")
     p.add_argument("script", help="the training script")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     p.set_defaults(run=run)
@@ -33,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from maya.api import emulate
     from maya.terminal_summary import terminal_summary
+    from maya.world import ActorDiedError, DedupMismatchError
 
     try:
         summary = emulate(
@@ -42,17 +47,23 @@ def run(args: argparse.Namespace) -> int:
             nnodes=args.nnodes,
             nproc_per_node=args.nproc_per_node,
             trace_dir=args.trace_dir,
+            dedup=not args.no_dedup,
+            verify_dedup=args.verify_dedup,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
         )
     except (FileNotFoundError, ValueError, NotImplementedError) as e:
         print(f"maya emulate: error: {e}", file=sys.stderr)
         return 2
+    except (DedupMismatchError, ActorDiedError) as e:
+        print(f"maya emulate: error: {e}", file=sys.stderr)
+        return 1
     if args.samples_per_iteration is not None or args.tokens_per_iteration is not None:
         summary = replace(summary, samples_per_iteration=args.samples_per_iteration,
                           tokens_per_iteration=args.tokens_per_iteration)
     if args.json:
         summary.write_json(args.json)
-    for rank in summary.emulated_ranks:
-        if summary.error:
-            print(f"[rank {rank}] the training script failed:\n{summary.error}", file=sys.stderr)
+    if summary.error:
+        where = "" if summary.error.startswith("[rank") else f"[rank {summary.emulated_ranks[0]}] "
+        print(f"{where}the training script failed:\n{summary.error}", file=sys.stderr)
     print(terminal_summary(summary))
     return summary.exit_code

@@ -69,6 +69,10 @@ _ALIASES = {
     "alltoall": CollectiveOp.ALL_TO_ALL,
     "alltoall_base": CollectiveOp.ALL_TO_ALL,
     "all_to_all_single": CollectiveOp.ALL_TO_ALL,
+    # NCCL has no gather/scatter: ProcessGroupNCCL posts n-1 sends to (or receives from) the root,
+    # whose link then carries (n-1)/n of the total like an all_gather ring does.
+    "gather": CollectiveOp.ALL_GATHER,
+    "scatter": CollectiveOp.ALL_GATHER,
     "isend": CollectiveOp.SEND,
     "irecv": CollectiveOp.RECV,
 }
