@@ -123,7 +123,10 @@ def _emulate_world(
     reps = world.representatives
     write_traces_dataset(trace_dir, {r: res.table for r, res in world.results.items()})
     tables = {r: world.results[r].table for r in reps}
-    prediction = predict(tables, gpu, rank_to_representative=world.rank_to_representative, trace_dir=trace_dir)
+    prediction = predict(
+        tables, gpu, cluster=_launch_cluster(gpu, world_size, local_world_size),
+        rank_to_representative=world.rank_to_representative, trace_dir=trace_dir,
+    )
     slowest = world.rank_to_representative[prediction.slowest_rank]
     iterations = _iterations(world.results[slowest].iterations, tables[slowest])
     times = prediction.iteration_ms
@@ -142,10 +145,24 @@ def _emulate_world(
     write_meta(trace_dir, {
         "world_size": world_size, "gpu": gpu, "emulated_ranks": reps, "script": str(script), "args": list(args),
         "rank_to_representative": {str(r): rep for r, rep in world.rank_to_representative.items()},
+        "nproc_per_node": local_world_size,
     })
     return EmulationSummary(
         world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations,
         oom=any(res.oom for res in world.results.values()), trace_dir=str(trace_dir), extra=extra,
+    )
+
+
+def _launch_cluster(gpu: str, world_size: int, local_world_size: int):
+    """The GPU's preset cluster, with torchrun's placement: `local_world_size` ranks on each node."""
+    from maya.hardware.cluster import cluster_for_gpu
+
+    cluster = cluster_for_gpu(gpu, world_size)
+    if world_size <= cluster.gpus_per_node or local_world_size == cluster.gpus_per_node:
+        return cluster
+    return replace(
+        cluster, nodes=world_size // local_world_size, gpus_per_node=local_world_size,
+        nvlink_domain_size=min(cluster.nvlink_domain_size, local_world_size),
     )
 
 
