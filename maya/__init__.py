@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["emulate", "mark_iteration", "simulate_trace_dir"]
+__all__ = ["emulate", "mark_iteration", "simulate_trace_dir", "tune"]
 __version__ = "0.1.0"
 
 
@@ -20,4 +20,9 @@ def __getattr__(name: str):
         from maya.resimulate import simulate_trace_dir
 
         return simulate_trace_dir
+    if name == "tune":
+        # The package maya.tune is callable as the function maya.tune.api.tune (see its docstring).
+        import maya.tune
+
+        return maya.tune
     raise AttributeError(f"module 'maya' has no attribute {name!r}")

@@ -10,7 +10,7 @@ import argparse
 import logging
 import sys
 
-from maya.cli import emulate_cmd, profile_cmd, simulate_cmd
+from maya.cli import emulate_cmd, profile_cmd, simulate_cmd, tune_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     emulate_cmd.add_parser(sub)
     simulate_cmd.add_parser(sub)
     profile_cmd.add_parsers(sub)
+    tune_cmd.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,194 @@
+"""`evaluate`: one configuration of a study, end to end, in the calling process (a Ray Tune trial).
+
+Resolve the configuration (or prune it), then take its figures from the trace cache, re-simulate a
+cached trace on this cluster, or emulate the script with `maya.emulate`; turn the predicted step
+time into the time and cost of the fixed work. Nothing raises: a crash becomes a `failed` outcome
+carrying its traceback, so the study goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import statistics
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from maya.tune.candidate import Candidate, PrunedConfig, resolve_candidate
+from maya.tune.cost import INFEASIBLE_OBJECTIVE, objective_value, time_to_train_s, training_cost_usd
+from maya.tune.outcome import CacheUse, TrialOutcome, TrialStatus
+from maya.tune.resimulate import resimulate
+from maya.tune.study import Study
+from maya.tune.trace_cache import TraceCache, emulation_inputs, emulation_key, file_sha256, simulation_key
+
+log = logging.getLogger(__name__)
+
+TOP_OPS_KEPT = 5
+_GIB = 1 << 30
+
+
+def evaluate(study: Study, config: Mapping[str, Any], cache: TraceCache, specs: dict | None = None) -> TrialOutcome:
+    """Predict one configuration of `study`.
+
+    Args:
+        study: the study.
+        config: one sampled configuration of its space.
+        cache: where emulation results are looked up and stored.
+        specs: memo for `resolve_candidate`.
+
+    Returns:
+        The outcome: ok with time and cost, infeasible (out of memory), pruned, or failed.
+    """
+    started = time.perf_counter()
+    try:
+        candidate = resolve_candidate(study, config, specs)
+    except PrunedConfig as e:
+        return TrialOutcome(status=TrialStatus.PRUNED, reason=e.reason, objective=INFEASIBLE_OBJECTIVE,
+                            evaluate_s=time.perf_counter() - started)
+    except Exception as e:  # a study's own check raised
+        return _failed(e, started)
+    launch = {
+        "world_size": candidate.world_size,
+        "gpus_per_node": candidate.cluster.gpus_per_node,
+        "dp": candidate.dp,
+        "accum": candidate.accum,
+        "gpu": candidate.cluster.gpu,
+        "price_per_gpu_hour_usd": candidate.cluster.price_per_gpu_hour_usd,
+        "argv": " ".join(candidate.argv),
+    }
+    try:
+        inputs = emulation_inputs(
+            script_sha256=file_sha256(study.script), argv=candidate.argv, gpu=candidate.cluster.gpu,
+            tp=candidate.tp, pp=candidate.pp, dp=candidate.dp, dp_mode=candidate.dp_mode,
+        )
+        key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
+        with cache.lock(key):
+            recorded, figures, use = _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs)
+    except Exception as e:
+        return _failed(e, started, **launch)
+    elapsed = time.perf_counter() - started
+    if recorded is not None:  # out of memory or the script failed: no figures on any cluster
+        return TrialOutcome(status=TrialStatus(recorded["status"]), reason=recorded["reason"], error=recorded["error"],
+                            objective=INFEASIBLE_OBJECTIVE, peak_allocated_bytes=recorded.get("peak_allocated_bytes"),
+                            peak_reserved_bytes=recorded.get("peak_reserved_bytes"), cache=use, evaluate_s=elapsed, **launch)
+    return _with_cost(study, candidate, figures, use, elapsed, launch)
+
+
+def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict):
+    """(cluster-independent end or None, figures or None, where they came from); called under the key's lock."""
+    recorded = cache.read_outcome(key)
+    if recorded is not None:
+        return recorded, None, CacheUse.HIT
+    figures = cache.read_figures(key, sim_key)
+    if figures is not None:
+        return None, figures, CacheUse.HIT
+    trace_dir = cache.trace_dir(key)
+    if trace_dir is not None:
+        try:
+            figures = figures_from_summary(resimulate(trace_dir, candidate.cluster), trace_dir)
+            cache.write_figures(key, sim_key, figures, inputs)
+            return None, figures, CacheUse.RESIMULATED
+        except NotImplementedError as e:
+            log.info("emulating again instead of re-simulating %s: %s", trace_dir, e)
+    trace_dir = cache.new_trace_dir(key, sim_key)
+    summary, emulate_s = _emulate(study, candidate, trace_dir)
+    if summary.exit_code != 0:
+        recorded = _script_end(summary, candidate)
+        cache.write_outcome(key, recorded, inputs)
+        return recorded, None, CacheUse.MISS
+    if candidate.world_size > 1:  # emulate() simulates on its GPU's DGX preset; predict on this cluster
+        try:
+            summary = resimulate(trace_dir, candidate.cluster)
+        except NotImplementedError as e:
+            log.info("figures of %s are on the %s preset cluster: %s", trace_dir, candidate.cluster.gpu, e)
+    figures = figures_from_summary(summary, trace_dir)
+    figures["emulate_s"] = emulate_s
+    cache.write_figures(key, sim_key, figures, inputs)
+    return None, figures, CacheUse.MISS
+
+
+def _emulate(study: Study, candidate: Candidate, trace_dir: Path):
+    from maya.api import emulate
+
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    # The script's own prints (loss lines, progress bars) go to a log beside its trace.
+    with open(trace_dir / "script.log", "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        summary = emulate(
+            study.script, list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
+            nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
+        )
+    return summary, time.perf_counter() - started
+
+
+def _script_end(summary, candidate: Candidate) -> dict:
+    """The cluster-independent record of a run that did not finish: out of memory or failed."""
+    last_line = (summary.error or "").strip().splitlines()[-1:] or [f"exit status {summary.exit_code}"]
+    if summary.oom:
+        reason = f"out of memory on {candidate.cluster.gpu}: {last_line[0]}"
+        status = TrialStatus.INFEASIBLE
+    else:
+        reason = f"the script failed: {last_line[0]}"
+        status = TrialStatus.FAILED
+    return {
+        "status": status.value, "reason": reason, "error": summary.error,
+        "peak_allocated_bytes": summary.peak_allocated_bytes, "peak_reserved_bytes": summary.peak_reserved_bytes,
+    }
+
+
+def steady_step_ms(iteration_ms: list[float]) -> float | None:
+    """The median iteration time after the first (which also allocates the optimizer state), ms."""
+    if not iteration_ms:
+        return None
+    return statistics.median(iteration_ms[1:] if len(iteration_ms) > 1 else iteration_ms)
+
+
+def figures_from_summary(summary, trace_dir: Path) -> dict:
+    """The cached figures of a finished `EmulationSummary`."""
+    iteration_ms = [it.time_ms for it in summary.iterations if it.time_ms is not None]
+    extra = summary.extra
+    return {
+        "iteration_ms": iteration_ms,
+        "step_time_ms": steady_step_ms(iteration_ms),
+        "peak_allocated_bytes": summary.peak_allocated_bytes,
+        "peak_reserved_bytes": summary.peak_reserved_bytes,
+        "breakdown_ms": extra.get("breakdown_ms", {}),
+        "top_ops": extra.get("top_ops", [])[:TOP_OPS_KEPT],
+        "timeline": extra.get("timeline"),
+        "trace_dir": str(trace_dir),
+    }
+
+
+def _with_cost(study: Study, candidate: Candidate, figures: dict, use: CacheUse, elapsed: float, launch: dict) -> TrialOutcome:
+    step_ms = figures["step_time_ms"]
+    common = {
+        "peak_allocated_bytes": figures["peak_allocated_bytes"], "peak_reserved_bytes": figures["peak_reserved_bytes"],
+        "cache": use, "evaluate_s": elapsed, "breakdown_ms": figures["breakdown_ms"], "top_ops": figures["top_ops"],
+        "timeline": figures["timeline"], **launch,
+    }
+    if step_ms is None:
+        return TrialOutcome(status=TrialStatus.FAILED, objective=INFEASIBLE_OBJECTIVE,
+                            reason="no complete iteration: the script never reached optimizer.step()", **common)
+    capacity = candidate.cluster.gpu_spec.total_memory_bytes * study.max_memory_fraction
+    if figures["peak_reserved_bytes"] > capacity:
+        reason = (f"peak reserved {figures['peak_reserved_bytes'] / _GIB:.1f} GiB > max_memory_fraction="
+                  f"{study.max_memory_fraction} of {candidate.cluster.gpu}'s memory ({capacity / _GIB:.1f} GiB)")
+        return TrialOutcome(status=TrialStatus.INFEASIBLE, objective=INFEASIBLE_OBJECTIVE, reason=reason,
+                            step_time_ms=step_ms, **common)
+    time_s = time_to_train_s(step_ms, study.steps_to_train)
+    cost = training_cost_usd(time_s, candidate.world_size, candidate.cluster.price_per_gpu_hour_usd)
+    value = objective_value(study.objective, time_s, cost)
+    if value == INFEASIBLE_OBJECTIVE:
+        return TrialOutcome(status=TrialStatus.FAILED, objective=value, step_time_ms=step_ms,
+                            reason=f"non-finite prediction: step_time_ms={step_ms}", **common)
+    return TrialOutcome(status=TrialStatus.OK, objective=value, step_time_ms=step_ms, time_to_train_s=time_s,
+                        cost_usd=cost, **common)
+
+
+def _failed(error: BaseException, started: float, **launch) -> TrialOutcome:
+    text = "".join(traceback.format_exception(error))
+    return TrialOutcome(status=TrialStatus.FAILED, reason=f"{type(error).__name__}: {error}".splitlines()[0],
+                        error=text, objective=INFEASIBLE_OBJECTIVE, evaluate_s=time.perf_counter() - started, **launch)

@@ -1,0 +1,150 @@
+"""`TraceCache`: emulation results on disk, reused by every configuration with the same per-rank trace.
+
+Two keys split what the emulator decides from what only the simulator models:
+
+- the *emulation key* hashes the script's content, its argv, the GPU type, the tensor- and
+  pipeline-parallel degrees and, under FSDP, the data-parallel degree (it sets the shard shapes).
+  Under DDP the data-parallel degree is left out: at a fixed per-rank shape it only changes what
+  the simulator does with the gradient all-reduce. Node count and price are left out too.
+- the *simulation key* hashes the cluster's topology (nodes, GPUs per node, links; not its name or
+  price), or is `single-gpu` for a one-GPU job, whose time no link affects.
+
+Layout of `ROOT/<emulation key>/`:
+
+    inputs.json            what the key was made of (for people)
+    outcome.json           a cluster-independent end: out of memory, or the script failed
+    trace/                 the first emulation's trace directory (Parquet per rank, timeline.json)
+    sims/<sim key>.json    predicted figures on one topology (step times, memory, breakdown)
+    sims/<sim key>.trace/  a second emulation's trace, when re-simulating was not possible
+
+Every file is written to a temporary name and renamed, and a trial holds `lock(key)` (an flock,
+released by the kernel if the trial dies) while it looks up and fills an entry, so concurrent trials
+with the same key emulate once. The cache may live on a shared file system for a multi-node Ray
+cluster; on node-local disks each node keeps its own. The script's own imports are not hashed: after
+changing a module the script imports, use a new cache directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from maya.hardware.cluster import ClusterSpec
+
+SINGLE_GPU_SIM_KEY = "single-gpu"
+OUTCOME_FILE = "outcome.json"
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 of a file's bytes, hex."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def emulation_inputs(
+    *, script_sha256: str, argv: tuple[str, ...], gpu: str, tp: int, pp: int, dp: int, dp_mode: str | None
+) -> dict[str, Any]:
+    """What decides a per-rank trace (see the module docstring), with Maya's and the trace schema's versions."""
+    from maya import __version__
+    from maya.trace.schema import TRACE_SCHEMA_VERSION
+
+    return {
+        "maya": __version__,
+        "trace_schema": TRACE_SCHEMA_VERSION,
+        "script_sha256": script_sha256,
+        "argv": list(argv),
+        "gpu": gpu,
+        "tp": tp,
+        "pp": pp,
+        "fsdp_dp": dp if dp_mode == "fsdp" else None,
+    }
+
+
+def emulation_key(inputs: dict[str, Any]) -> str:
+    """Hash of `emulation_inputs(...)`."""
+    return _digest(inputs)
+
+
+def simulation_key(cluster: ClusterSpec) -> str:
+    """Hash of a cluster's topology; `single-gpu` for a one-GPU job."""
+    if cluster.world_size == 1:
+        return SINGLE_GPU_SIM_KEY
+    topology = {k: v for k, v in asdict(cluster).items() if k not in ("name", "price_per_gpu_hour_usd")}
+    return _digest(topology)
+
+
+class TraceCache:
+    """A directory of emulation results keyed as the module docstring describes."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+
+    def entry(self, key: str) -> Path:
+        """Directory of one emulation key."""
+        return self.root / key
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Hold the key's exclusive lock (blocks while another process holds it)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / f"{key}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def trace_dir(self, key: str) -> Path | None:
+        """The key's first trace directory, if an emulation completed into it."""
+        path = self.entry(key) / "trace"
+        return path if (path / "meta.json").exists() else None
+
+    def new_trace_dir(self, key: str, sim_key: str) -> Path:
+        """Where a new emulation for `key` writes: `trace/` first, then one per simulation key."""
+        first = self.entry(key) / "trace"
+        return first if not first.exists() else self.entry(key) / "sims" / f"{sim_key}.trace"
+
+    def read_outcome(self, key: str) -> dict | None:
+        """A cluster-independent end (out of memory, script failure) recorded for `key`."""
+        return _read_json(self.entry(key) / OUTCOME_FILE)
+
+    def write_outcome(self, key: str, outcome: dict, inputs: dict) -> None:
+        self._write_inputs(key, inputs)
+        _write_json(self.entry(key) / OUTCOME_FILE, outcome)
+
+    def read_figures(self, key: str, sim_key: str) -> dict | None:
+        """Predicted figures of `key`'s trace on topology `sim_key`."""
+        return _read_json(self.entry(key) / "sims" / f"{sim_key}.json")
+
+    def write_figures(self, key: str, sim_key: str, figures: dict, inputs: dict) -> None:
+        self._write_inputs(key, inputs)
+        _write_json(self.entry(key) / "sims" / f"{sim_key}.json", figures)
+
+    def _write_inputs(self, key: str, inputs: dict) -> None:
+        path = self.entry(key) / "inputs.json"
+        if not path.exists():
+            _write_json(path, inputs)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(payload, indent=1, default=str))
+    os.replace(tmp, path)

@@ -1,0 +1,89 @@
+"""Evaluating configurations in-process (no Ray): real emulation, the cache, OOM and crashes."""
+
+import threading
+import time
+
+import pytest
+
+from maya.tune.evaluate import evaluate, steady_step_ms
+from maya.tune.outcome import CacheUse, TrialStatus
+from maya.tune.trace_cache import TraceCache, emulation_inputs, emulation_key, file_sha256
+
+
+@pytest.fixture
+def study(make_study):
+    return make_study(script_args=("--steps", "2", "--dim", "64", "--oom-on-batch", "8", "--fail-on-batch", "2"))
+
+
+def test_steady_step_skips_the_first_iteration():
+    assert steady_step_ms([9.0, 2.0, 4.0]) == 3.0
+    assert steady_step_ms([9.0]) == 9.0 and steady_step_ms([]) is None
+
+
+def test_ok_configuration_then_a_cache_hit(study, tmp_path):
+    cache = TraceCache(tmp_path)
+    first = evaluate(study, {"micro_batch": 4}, cache)
+    assert first.status is TrialStatus.OK and first.cache is CacheUse.MISS, first.error
+    assert first.accum == 2 and first.argv.endswith("--accum 2 --batch 4")
+    # time_to_train = step time * 3,600 steps; cost = that in hours * 1 GPU * $2.
+    assert first.time_to_train_s == pytest.approx(first.step_time_ms / 1000 * 3600)
+    assert first.cost_usd == pytest.approx(first.time_to_train_s / 3600 * 2.0)
+    assert first.objective == first.cost_usd and first.peak_reserved_bytes > 0
+    assert first.breakdown_ms and first.timeline and first.top_ops
+    again = evaluate(study, {"micro_batch": 4}, cache)
+    assert again.cache is CacheUse.HIT and again.step_time_ms == first.step_time_ms
+    assert again.evaluate_s < first.evaluate_s
+
+
+def test_out_of_memory_is_infeasible_with_the_reason_and_cached(study, tmp_path):
+    cache = TraceCache(tmp_path)
+    oom = evaluate(study, {"micro_batch": 8}, cache)
+    assert oom.status is TrialStatus.INFEASIBLE and oom.cost_usd is None
+    assert oom.reason.startswith("out of memory on h200:") and "Tried to allocate 16384.00 GiB" in oom.reason
+    assert evaluate(study, {"micro_batch": 8}, cache).cache is CacheUse.HIT
+
+
+def test_script_failure_is_failed_with_the_traceback(study, tmp_path):
+    failed = evaluate(study, {"micro_batch": 2}, TraceCache(tmp_path))
+    assert failed.status is TrialStatus.FAILED
+    assert "tiny_train refuses micro-batch 2" in failed.reason and "Traceback" in failed.error
+
+
+def test_maya_raising_is_failed_not_raised(make_study, tmp_path):
+    def check(config):
+        raise KeyError("a broken check")
+
+    failed = evaluate(make_study(check=check), {"micro_batch": 4}, TraceCache(tmp_path))
+    assert failed.status is TrialStatus.FAILED and "a broken check" in failed.error
+
+
+def test_memory_limit_of_the_study(make_study, tmp_path):
+    tight = make_study(max_memory_fraction=1e-6)  # 1e-6 of 139 GiB = 0.14 MiB: nothing fits
+    outcome = evaluate(tight, {"micro_batch": 8}, TraceCache(tmp_path))
+    assert outcome.status is TrialStatus.INFEASIBLE and "max_memory_fraction=1e-06" in outcome.reason
+
+
+def test_pruned_configuration_is_not_emulated(study, tmp_path):
+    outcome = evaluate(study, {"micro_batch": 3}, TraceCache(tmp_path))
+    assert outcome.status is TrialStatus.PRUNED and "global_batch=8 is not a multiple" in outcome.reason
+    assert outcome.cache is None and not any(tmp_path.iterdir())
+
+
+def test_a_second_trial_with_the_same_key_waits_and_hits(study, tmp_path):
+    # While one trial holds the key's lock (emulating), another with the same key blocks, then
+    # finds the figures: one emulation for both.
+    cache = TraceCache(tmp_path)
+    argv = ("--steps", "2", "--dim", "64", "--oom-on-batch", "8", "--fail-on-batch", "2", "--accum", "2", "--batch", "4")
+    key = emulation_key(emulation_inputs(script_sha256=file_sha256(study.script), argv=argv, gpu="h200",
+                                         tp=1, pp=1, dp=1, dp_mode=None))
+    results = []
+    with cache.lock(key):
+        waiter = threading.Thread(target=lambda: results.append(evaluate(study, {"micro_batch": 4}, cache)))
+        waiter.start()
+        time.sleep(0.5)
+        assert not results  # blocked on the lock
+        cache.write_figures(key, "single-gpu", {
+            "step_time_ms": 5.0, "peak_allocated_bytes": 1, "peak_reserved_bytes": 2, "breakdown_ms": {},
+            "top_ops": [], "timeline": None, "iteration_ms": [6.0, 5.0], "trace_dir": None}, {})
+    waiter.join(timeout=60)
+    assert results[0].cache is CacheUse.HIT and results[0].step_time_ms == 5.0

@@ -1,0 +1,45 @@
+"""Trace-cache keys: what changes a per-rank trace changes the key, what only the simulator models does not."""
+
+from dataclasses import replace
+
+from maya.hardware.cluster import load_cluster
+from maya.tune.trace_cache import SINGLE_GPU_SIM_KEY, TraceCache, emulation_inputs, emulation_key, simulation_key
+
+
+def _key(**changes):
+    inputs = dict(script_sha256="ab" * 32, argv=("--batch", "4"), gpu="h100", tp=8, pp=2, dp=4, dp_mode="ddp")
+    return emulation_key(emulation_inputs(**{**inputs, **changes}))
+
+
+def test_ddp_degree_is_left_to_the_simulator_but_fsdp_degree_is_not():
+    assert _key(dp=4) == _key(dp=16)
+    assert _key(dp_mode="fsdp", dp=4) != _key(dp_mode="fsdp", dp=16)
+
+
+def test_script_argv_gpu_and_layout_change_the_key():
+    base = _key()
+    for changed in (_key(script_sha256="cd" * 32), _key(argv=("--batch", "8")), _key(gpu="h200"), _key(tp=4), _key(pp=4)):
+        assert changed != base
+
+
+def test_simulation_key_ignores_name_and_price_but_not_topology():
+    spec = load_cluster("dgx-h100", nodes=4)
+    assert simulation_key(spec) == simulation_key(replace(spec, name="reserved", price_per_gpu_hour_usd=1.0))
+    assert simulation_key(spec) != simulation_key(replace(spec, nodes=8))
+    assert simulation_key(spec) != simulation_key(replace(spec, nic_bandwidth_bytes_per_s=25e9))
+    one = replace(load_cluster("dgx-h200"), gpus_per_node=1, nvlink_domain_size=1)
+    assert simulation_key(one) == SINGLE_GPU_SIM_KEY
+
+
+def test_entries_round_trip_and_trace_dirs(tmp_path):
+    cache = TraceCache(tmp_path)
+    assert cache.read_figures("k", "s") is None and cache.read_outcome("k") is None
+    cache.write_figures("k", "s", {"step_time_ms": 1.5}, {"argv": []})
+    assert cache.read_figures("k", "s") == {"step_time_ms": 1.5}
+    assert (tmp_path / "k" / "inputs.json").exists()
+    first = cache.new_trace_dir("k", "s")
+    assert first == tmp_path / "k" / "trace" and cache.trace_dir("k") is None
+    first.mkdir()
+    (first / "meta.json").write_text("{}")
+    assert cache.trace_dir("k") == first
+    assert cache.new_trace_dir("k", "s2") == tmp_path / "k" / "sims" / "s2.trace"
