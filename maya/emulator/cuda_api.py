@@ -296,3 +296,5 @@ def _install_accelerator(patcher: Patcher, cuda_api: dict) -> None:
     for name, value in replacements.items():
         if hasattr(acc, name):
             patcher.set(acc, name, value)
+    # FSDP2's default mesh asks the C++ side directly, which would answer the proxy device.
+    patcher.set(torch._C, "_get_accelerator", lambda check_available=False: torch.device("cuda"))

@@ -28,6 +28,7 @@ from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder
 from maya.emulator.sdpa import install_sdpa
 from maya.emulator.state import EmulationState, RankConfig
+from maya.emulator.storage_resize import install_storage_resize
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class EmulationSession:
             self._tracker = ModuleTracker()
             state.nccl = NcclRuntime(state, self._tracker)
             install_distributed(patcher)
+            install_storage_resize(patcher, state)
             self._hooks = _install_optimizer_hooks(state, self._tracker)
             _patch_checkpoint(patcher, state, self._tracker)
             self._tracker.install()
