@@ -31,6 +31,13 @@ class Workload:
 
 
 WORKLOADS: tuple[Workload, ...] = (
+    # The data-parallel code path (DDP buckets and all-reduces; FSDP2 all-gathers, reduce-scatters and
+    # parameter freeing) on a one-rank NCCL group; the FSDP2 run is held out.
+    Workload(name="gpt2_124m_ddp1", script="gpt2_data_parallel.py",
+             argv=("--dp", "ddp", "--model", "124m", "--batch-size", "8", "--seq-len", "1024", "--precision", "bf16-autocast")),
+    Workload(name="gpt2_124m_fsdp1", script="gpt2_data_parallel.py",
+             argv=("--dp", "fsdp", "--model", "124m", "--batch-size", "8", "--seq-len", "1024", "--precision", "bf16-autocast"),
+             held_out=True),
     # nanoGPT-style GPT-2: 124M, 350M, 760M parameters
     Workload(name="gpt2_124m_bf16", script="gpt2.py",
              argv=("--model", "124m", "--batch-size", "16", "--seq-len", "1024", "--precision", "bf16-autocast")),

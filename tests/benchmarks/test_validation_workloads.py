@@ -17,6 +17,8 @@ WORKLOADS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "validation
 TINY_ARGV = {
     "gpt2.py": ["--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--seq-len", "16", "--batch-size", "2",
                 "--checkpoint"],
+    "gpt2_data_parallel.py": ["--dp", "fsdp", "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--seq-len", "16",
+                              "--batch-size", "2"],
     "llama.py": ["--n-layers", "2", "--dim", "64", "--n-heads", "4", "--n-kv-heads", "2", "--ffn-hidden-dim", "96",
                  "--seq-len", "16", "--batch-size", "2", "--checkpoint"],
     "resnet50.py": ["--batch-size", "2", "--image-size", "32", "--base-width", "8", "--channels-last"],
