@@ -177,49 +177,63 @@ def _group(group) -> EmulatedProcessGroup | None:
     return group
 
 
-def _record_object_call(group: EmulatedProcessGroup, op: str, payload_bytes: int) -> None:
-    """The NCCL calls an object collective makes (sizes, then padded payloads) and its host copy."""
-    size = group.size()
-    per_rank = {"all_gather": size, "gather": size}.get(op, 1)
-    group._issue(op, message_bytes=_SIZE_BYTES * per_rank, async_op=False).wait()
-    group._issue(op, message_bytes=payload_bytes * per_rank, async_op=False).wait()
+def _record_object_calls(group: EmulatedProcessGroup, calls: list[tuple[str, int]]) -> None:
+    """The NCCL calls an object collective makes, as (op, message bytes), then its host copy.
+
+    The calls follow torch.distributed.distributed_c10d: each object travels as its pickle in a
+    uint8 tensor, preceded by an exchange of the pickles' sizes as int64s.
+    """
+    for op, message_bytes in calls:
+        group._issue(op, message_bytes=message_bytes, async_op=False).wait()
     st.active().add_row(EventKind.SYNC, "cuda:device_to_host")
 
 
 def all_gather_object(object_list, obj, group=None):
+    """all_gather of the sizes, then of every rank's pickle padded to the largest."""
     pg = _group(group)
     if pg is None:
         return
     payload = pickle.dumps(obj)
-    _record_object_call(pg, "all_gather", len(payload))
-    for i in range(pg.size()):
+    size = pg.size()
+    _record_object_calls(pg, [("all_gather", _SIZE_BYTES * size), ("all_gather", len(payload) * size)])
+    for i in range(size):
         object_list[i] = pickle.loads(payload)
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    """broadcast of one size per object, then of the objects' pickles back to back."""
     pg = _group(group)
     if pg is None:
         return
-    _record_object_call(pg, "broadcast", len(pickle.dumps(list(object_list))))
+    payload_bytes = sum(len(pickle.dumps(o)) for o in object_list)
+    _record_object_calls(pg, [("broadcast", _SIZE_BYTES * len(object_list)), ("broadcast", payload_bytes)])
 
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    """all_gather of the sizes, then a gather of every rank's padded pickle to the destination."""
     pg = _group(group)
     if pg is None:
         return
     payload = pickle.dumps(obj)
-    _record_object_call(pg, "gather", len(payload))
+    size = pg.size()
+    _record_object_calls(pg, [("all_gather", _SIZE_BYTES * size), ("gather", len(payload) * size)])
     if object_gather_list is not None:
-        for i in range(pg.size()):
+        for i in range(size):
             object_gather_list[i] = pickle.loads(payload)
 
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None, group=None, group_src=None):
+    """broadcast of the largest pickle's size, scatter of the padded pickles, scatter of their sizes."""
     pg = _group(group)
     if pg is None:
         return
-    payload = pickle.dumps(scatter_object_input_list)
-    _record_object_call(pg, "scatter", len(payload) // max(pg.size(), 1))
+    # Only the source holds the list; a symmetric program's other ranks scatter the same objects.
+    objects = scatter_object_input_list if scatter_object_input_list is not None else scatter_object_output_list
+    largest = max((len(pickle.dumps(o)) for o in objects), default=0)
+    size = pg.size()
+    _record_object_calls(
+        pg, [("broadcast", _SIZE_BYTES), ("scatter", largest * size), ("scatter", _SIZE_BYTES * size)]
+    )
     if scatter_object_input_list is not None:
         scatter_object_output_list[0] = scatter_object_input_list[pg.rank()]
 

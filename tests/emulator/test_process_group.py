@@ -1,0 +1,198 @@
+"""The fake NCCL process group: every call is recorded with its group, size, sequence and stream.
+
+`scripts/collectives.py` issues each torch.distributed call once on a 2-rank world; the sizes below
+are computed by hand from its tensors (nccl-tests "size": the all_reduce buffer, the all_gather
+output, the reduce_scatter input). It has no DeviceMesh, so it is emulated in this process;
+`scripts/process_groups.py` builds one and runs in a fresh process (`emulate_rank_isolated`).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from maya.world.rank_actor import emulate_rank
+
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.distributed.*` is deprecated:FutureWarning")
+
+SCRIPTS = Path(__file__).parent / "scripts"
+F32, BF16, INT64 = 4, 2, 8
+
+
+def _emulate(name: str, args: list[str], rank: int, world_size: int):
+    result = emulate_rank(str(SCRIPTS / name), args, "h200", rank, world_size, world_size)
+    assert result.exit_code == 0, result.error
+    return result
+
+
+@pytest.fixture(scope="module")
+def rank0():
+    return _emulate("collectives.py", [], rank=0, world_size=2).table.to_pylist()
+
+
+@pytest.fixture(scope="module")
+def rank1():
+    return _emulate("collectives.py", [], rank=1, world_size=2).table.to_pylist()
+
+
+def _collectives(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["kind"] == "collective"]
+
+
+def _group_calls(rows: list[dict]) -> list[dict]:
+    """Collectives (not point-to-point) in issue order."""
+    return [r for r in _collectives(rows) if r["peer"] is None]
+
+
+# (op, message_bytes, reduce_op) of collectives.py's group calls, in order, computed from its tensors.
+_PICKLED_RANK = len(pickle.dumps({"rank": 0}))
+EXPECTED_GROUP_CALLS = [
+    ("nccl:all_reduce", 256 * F32, "max"),
+    ("nccl:reduce", 256 * F32, "sum"),
+    ("nccl:broadcast", 256 * F32, None),
+    ("nccl:all_gather", 2 * 256 * F32, None),  # list form: the output, both ranks' 1 KiB
+    ("nccl:all_gather", 2 * 256 * F32, None),  # all_gather_into_tensor
+    ("nccl:reduce_scatter", 2 * 256 * F32, "sum"),  # list form: the input, both chunks
+    ("nccl:reduce_scatter", 2 * 256 * F32, "sum"),  # reduce_scatter_tensor
+    ("nccl:all_to_all", 2 * 64 * F32, None),  # list form: both input chunks
+    ("nccl:all_to_all", 2 * 256 * F32, None),  # all_to_all_single
+    ("nccl:all_reduce", 1000 * F32, "sum"),  # async_op=True
+    ("nccl:barrier", 1 * F32, None),  # ProcessGroupNCCL: an all-reduce of one float
+    ("nccl:all_reduce", (10 + 20) * F32, "sum"),  # _coalescing_manager: both tensors in one call
+    ("nccl:all_reduce", 8 * F32, "sum"),  # functional all_reduce
+    ("nccl:all_gather", 2 * INT64, None),  # all_gather_object: the pickles' sizes
+    ("nccl:all_gather", 2 * _PICKLED_RANK, None),  # ... then the pickles
+    ("nccl:broadcast", 2 * INT64, None),  # broadcast_object_list of 2 objects: their sizes
+    ("nccl:broadcast", len(pickle.dumps(0)) + len(pickle.dumps("a")), None),  # ... then the pickles
+]
+
+
+@pytest.mark.parametrize("backend", ["nccl", "none", "cuda:nccl,cpu:gloo"])
+def test_every_nccl_backend_spelling_gets_the_emulated_group(backend):
+    # The script itself asserts get_backend() == "nccl" and world_size == 2.
+    rows = _emulate("collectives.py", ["--backend", backend], rank=0, world_size=2).table.to_pylist()
+    calls = _group_calls(rows)
+    assert [(r["op"], r["message_bytes"], r["reduce_op"]) for r in calls] == EXPECTED_GROUP_CALLS
+    assert {r["group_name"] for r in calls} == {"0"}
+    assert all(r["group_ranks"] == [0, 1] for r in _collectives(rows))
+
+
+def test_group_calls_are_numbered_per_group_on_one_nccl_stream(rank0):
+    calls = _group_calls(rank0)
+    assert [r["group_seq"] for r in calls] == list(range(len(EXPECTED_GROUP_CALLS)))
+    streams = {r["stream"] for r in calls}
+    assert len(streams) == 1 and 0 not in streams  # the group's own stream, not the default one
+
+
+def test_roots_are_global_ranks(rank0):
+    reduce, broadcast = _group_calls(rank0)[1:3]
+    assert json.loads(reduce["attrs"]) == {"root": 1} and json.loads(broadcast["attrs"]) == {"root": 1}
+
+
+def test_both_ranks_record_the_same_group_calls(rank0, rank1):
+    def key(rows):
+        return [(r["op"], r["group_seq"], r["message_bytes"]) for r in _group_calls(rows)]
+
+    assert key(rank0) == key(rank1)
+
+
+def _after(rows: list[dict], row: dict, count: int) -> list[dict]:
+    return rows[row["seq"] + 1 : row["seq"] + 1 + count]
+
+
+def test_sync_collective_makes_the_current_stream_wait_at_once(rank0):
+    first = _group_calls(rank0)[0]
+    assert first["async_op"] is False
+    before = rank0[first["seq"] - 2 : first["seq"]]
+    # syncStream: the NCCL stream waits for the work queued on the current stream.
+    assert [(r["kind"], r["stream"]) for r in before] == [("event_record", 0), ("stream_wait", first["stream"])]
+    assert before[0]["event_id"] == before[1]["event_id"]
+    done, wait = _after(rank0, first, 2)
+    assert (done["kind"], done["op"], done["stream"]) == ("event_record", "nccl:done", first["stream"])
+    assert (wait["kind"], wait["stream"], wait["event_id"]) == ("stream_wait", 0, done["event_id"])
+
+
+def test_async_work_wait_makes_the_current_stream_wait_there(rank0):
+    call = next(r for r in _group_calls(rank0) if r["message_bytes"] == 1000 * F32)
+    assert call["async_op"] is True
+    done = _after(rank0, call, 1)[0]
+    waits = [r for r in rank0 if r["kind"] == "stream_wait" and r["event_id"] == done["event_id"]]
+    assert len(waits) == 1 and waits[0]["stream"] == 0
+    # The kernels issued between the call and work.wait() (torch.ones(3) * 7) come first.
+    between = rank0[done["seq"] + 1 : waits[0]["seq"]]
+    assert [r["op"] for r in between] == ["aten::ones", "aten::mul.Tensor"]
+    assert rank0[waits[0]["seq"] + 1]["op"] == "aten::add_.Tensor"  # y.add_(1) reads the result after the wait
+
+
+def _p2p(rows: list[dict]) -> list[tuple]:
+    return [(r["op"], r["peer"], r["group_seq"], r["message_bytes"]) for r in _collectives(rows) if r["peer"] is not None]
+
+
+def test_point_to_point_numbered_per_sender_and_receiver(rank0, rank1):
+    msg = 16 * BF16
+    assert _p2p(rank0) == [
+        ("nccl:send", 1, 0, msg), ("nccl:send", 1, 1, msg),  # send, isend
+        ("nccl:recv", 1, 0, msg), ("nccl:recv", 1, 1, msg),  # recv, irecv
+        ("nccl:send", 1, 2, msg), ("nccl:recv", 1, 2, msg),  # batch_isend_irecv
+    ]
+    assert _p2p(rank1) == [
+        ("nccl:recv", 0, 0, msg), ("nccl:recv", 0, 1, msg),
+        ("nccl:send", 0, 0, msg), ("nccl:send", 0, 1, msg),
+        ("nccl:send", 0, 2, msg), ("nccl:recv", 0, 2, msg),
+    ]
+
+
+def test_point_to_point_runs_on_a_stream_of_its_own(rank0):
+    p2p_streams = {r["stream"] for r in _collectives(rank0) if r["peer"] is not None}
+    group_streams = {r["stream"] for r in _group_calls(rank0)}
+    assert len(p2p_streams) == 1 and p2p_streams.isdisjoint(group_streams | {0})
+
+
+def test_batch_isend_irecv_posts_one_nccl_group(rank0):
+    send, recv = [r for r in _collectives(rank0) if r["peer"] is not None][-2:]
+    assert recv["seq"] == send["seq"] + 1 and send["stream"] == recv["stream"]
+    done = _after(rank0, recv, 1)[0]
+    assert (done["kind"], done["op"]) == ("event_record", "nccl:done")
+    # Each of the two works waits for the one NCCL group.
+    waits = [r for r in rank0 if r["kind"] == "stream_wait" and r["event_id"] == done["event_id"]]
+    assert len(waits) == 2 and all(w["stream"] == 0 for w in waits)
+
+
+def test_barrier_blocks_the_host(rank0):
+    barrier = next(r for r in rank0 if r["op"] == "nccl:barrier")
+    following = _after(rank0, barrier, 3)
+    assert [r["op"] for r in following] == ["nccl:done", "cuda:synchronize", "nccl:wait"]
+    assert following[1]["kind"] == "sync"
+
+
+def test_functional_all_reduce_is_waited_when_read(rank0):
+    call = _group_calls(rank0)[12]
+    assert call["message_bytes"] == 8 * F32 and call["async_op"] is True
+    done, wait, mul = _after(rank0, call, 3)
+    assert (wait["kind"], wait["stream"], wait["event_id"]) == ("stream_wait", 0, done["event_id"])
+    assert mul["op"] == "aten::mul.Tensor"  # reduced * 2 runs after the wait
+
+
+def test_object_collectives_copy_to_the_host(rank0):
+    object_calls = _group_calls(rank0)[13:]
+    assert all(r["async_op"] is False for r in object_calls)
+    host_copies = [r for r in rank0 if r["op"] == "cuda:device_to_host"]
+    assert len(host_copies) == 2  # one per object collective, after its payload
+
+
+def test_groups_from_new_group_split_group_and_device_mesh(emulate_rank_isolated):
+    result = emulate_rank_isolated(SCRIPTS / "process_groups.py", [], rank=2, world_size=4)
+    assert result.exit_code == 0, result.error
+    # Every rank records every group, member or not, in creation order (c10d names them 0, 1, ...).
+    assert result.groups == [
+        ("0", (0, 1, 2, 3)),  # the world
+        ("1", (0, 2)), ("2", (1, 3)),  # new_group x2
+        ("3", (0, 1)), ("4", (2, 3)),  # split_group
+        ("5", (0, 2)), ("6", (1, 3)),  # mesh dim "dp" of the (2, 2) mesh: same tp index
+        ("7", (0, 1)), ("8", (2, 3)),  # mesh dim "tp"
+    ]
+    calls = [(r["group_name"], r["group_ranks"]) for r in result.table.to_pylist() if r["kind"] == "collective"]
+    assert calls == [("1", [0, 2]), ("4", [2, 3]), ("8", [2, 3])]
