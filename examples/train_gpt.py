@@ -230,6 +230,7 @@ def main():
             print(f"step {step} loss {loss.item():.4f} ppl {math.exp(loss.item()):.2f} {start.elapsed_time(end):.2f} ms "
                   f"peak {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
     if world > 1:
+        print(f"rank {dist.get_rank()} peak {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", flush=True)
         dist.destroy_process_group()
 
 
