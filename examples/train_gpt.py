@@ -157,9 +157,12 @@ def pipeline(args, mesh, device):
         model = data_parallel(model, args, mesh["dp"])
         modules.append(model)
         # Stage inputs and outputs, given up front (no shape-inference round trip at the first step):
-        # token ids into the first stage, the fp32 residual stream between stages, logits out of the last.
+        # token ids into the first stage, the residual stream between stages, logits out of the last.
+        # The residual stream is fp32 under autocast, but FSDP's mixed precision casts each wrapped
+        # module's inputs (and so the embeddings and every block output) to its param dtype.
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.precision]
-        hidden = torch.empty(args.batch, args.seq, args.dim, device="meta", requires_grad=True)
+        hidden_dtype = dtype if args.dp == "fsdp" else torch.float32
+        hidden = torch.empty(args.batch, args.seq, args.dim, dtype=hidden_dtype, device="meta", requires_grad=True)
         first_in = torch.empty(args.batch, args.seq, dtype=torch.long, device="meta")
         logits = torch.empty(args.batch, args.seq, args.vocab, dtype=dtype, device="meta")
         stages.append(PipelineStage(

@@ -124,7 +124,7 @@ class AutocastState:
 
     def cast(self, t: object, dtype: torch.dtype) -> object:
         """Autocast's `cached_cast`: only floating, non-float64 CUDA tensors are cast."""
-        if not (is_emulated_cuda(t) and t.is_floating_point() and t.dtype is not torch.float64 and t.dtype is not dtype):
+        if not (_on_gpu(t) and t.is_floating_point() and t.dtype is not torch.float64 and t.dtype is not dtype):
             return t
         region = self.regions[-1]
         if region.cache_enabled and t.is_leaf and t.requires_grad:
@@ -135,6 +135,16 @@ class AutocastState:
             self.cache[id(t)] = (t, casted)
             return casted
         return t.to(dtype)
+
+
+def _on_gpu(t: object) -> bool:
+    """A fake CUDA tensor, or a DTensor over one: CUDA autocast casts DTensors too (they carry the
+    AutocastCUDA key of their local tensor's device), before DTensor dispatch sees them."""
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(t, DTensor):
+        t = t._local_tensor
+    return is_emulated_cuda(t)
 
 
 def _map_tensors(fn, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -170,7 +180,7 @@ class _AutocastMode(TorchFunctionMode):
             return _cross_entropy(state, args, kwargs)
         elif policy is CastPolicy.FP32_SET_OPT_DTYPE:
             first = args[0] if args else None
-            if kwargs.get("dtype") is None and is_emulated_cuda(first) and first.dtype in (torch.float16, torch.bfloat16):
+            if kwargs.get("dtype") is None and _on_gpu(first) and first.dtype in (torch.float16, torch.bfloat16):
                 kwargs = {**kwargs, "dtype": torch.float32}
         else:
             widest = _widest_dtype(args, kwargs)
@@ -188,7 +198,7 @@ def _cross_entropy(state: AutocastState, args: tuple, kwargs: dict) -> torch.Ten
     bound.apply_defaults()
     a = bound.arguments
     x, target, weight = a["input"], a["target"], a["weight"]
-    if a["label_smoothing"] or target.is_floating_point() or not is_emulated_cuda(x):
+    if a["label_smoothing"] or target.is_floating_point() or not _on_gpu(x):
         # Probability targets and label smoothing take other composite paths; run them in fp32.
         args, kwargs = _map_tensors(lambda t: state.cast(t, torch.float32), args, kwargs)
         return F.cross_entropy(*args, **kwargs)
@@ -204,7 +214,7 @@ def _widest_dtype(args: tuple, kwargs: dict) -> torch.dtype | None:
     for a in (*args, *kwargs.values()):
         items = a if isinstance(a, (list, tuple)) else (a,)
         for t in items:
-            if is_emulated_cuda(t) and t.is_floating_point():
+            if _on_gpu(t) and t.is_floating_point():
                 widest = t.dtype if widest is None else torch.promote_types(widest, t.dtype)
     return widest
 

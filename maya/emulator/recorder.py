@@ -97,6 +97,31 @@ def _on_gpu(t: torch.Tensor) -> bool:
     return isinstance(t, FakeTensor) and t._fake_device.type == INTERNAL_TYPE
 
 
+def _is_wrapper_subclass(t: type) -> bool:
+    """A tensor subclass with its own `__torch_dispatch__` (DTensor), not a fake tensor or a Parameter."""
+    return not issubclass(t, FakeTensor) and t.__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
+
+def pause_during_sharding_propagation(patcher, recorder: "Recorder") -> None:
+    """Don't record the ops DTensor runs on global-shape fakes to learn an op's output shape.
+
+    `ShardingPropagator._propagate_tensor_meta_non_cached` re-enters the active fake mode and runs
+    each new op once on fake tensors of the *global* shapes; on a GPU those only exist as metadata.
+    """
+    from torch.distributed.tensor._sharding_prop import ShardingPropagator
+
+    original = ShardingPropagator._propagate_tensor_meta_non_cached
+
+    def propagate(self, op_schema):
+        recorder.paused += 1
+        try:
+            return original(self, op_schema)
+        finally:
+            recorder.paused -= 1
+
+    patcher.set(ShardingPropagator, "_propagate_tensor_meta_non_cached", propagate)
+
+
 class Recorder(TorchDispatchMode):
     """Records GPU ops into `state` and emulates their memory."""
 
@@ -108,8 +133,15 @@ class Recorder(TorchDispatchMode):
         self._all_results: dict[int, weakref.ref] = {}
         """id(tensor) -> weak reference, for boolean results of `all` reductions (placeholder True)."""
         """id(tensor) -> weak reference, for host tensors pinned with pin_memory()."""
+        self.paused = 0
+        """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(_is_wrapper_subclass(t) for t in types):
+            # A wrapper subclass (DTensor, AsyncCollectiveTensor): let it unwrap first. Its inner
+            # ops on fake local tensors then come back here and are recorded; handled here, they
+            # would run below this mode and never be seen (FakeTensorMode does the same).
+            return NotImplemented
         kwargs = kwargs or {}
         self.state.dispatched_ops += 1
         name = _op_name(func)
@@ -119,6 +151,8 @@ class Recorder(TorchDispatchMode):
                 kwargs = {**kwargs, "device": INTERNAL_DEVICE}
             if kwargs.get("pin_memory"):
                 kwargs = {**kwargs, "pin_memory": False}
+        if self.paused:
+            return func(*args, **kwargs)
         if runs_on_host(func, args, kwargs):
             with unset_fake_temporarily():
                 return func(*args, **kwargs)

@@ -25,7 +25,7 @@ from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_use
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.nccl import NcclRuntime
 from maya.emulator.patcher import Patcher
-from maya.emulator.recorder import Recorder
+from maya.emulator.recorder import Recorder, pause_during_sharding_propagation
 from maya.emulator.sdpa import install_sdpa
 from maya.emulator.state import EmulationState, RankConfig
 from maya.emulator.storage_resize import install_storage_resize
@@ -69,6 +69,7 @@ class EmulationSession:
             self._fake = EmulatorFakeMode(allow_non_fake_inputs=True)
             self._fake.__enter__()
             self._recorder = Recorder(state, self._tracker)
+            pause_during_sharding_propagation(patcher, self._recorder)
             self._recorder.__enter__()
         except BaseException:
             self._undo()

@@ -1,0 +1,185 @@
+"""DDP, FSDP2, tensor and pipeline parallelism run unmodified, and record the collectives they make.
+
+Each case emulates one rank of a 2-rank world in a fresh process (`emulate_rank_isolated`) and checks
+the recorded NCCL calls against counts and sizes computed by hand from the model's shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).parent / "scripts"
+GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
+MiB = 1 << 20
+F32, BF16 = 4, 2
+
+# The GPT of examples/train_gpt.py in a tiny size: B sequences of T tokens, width C, L blocks, V tokens.
+B, T, C, L, V = 2, 64, 64, 2, 512
+TINY = ["--batch", str(B), "--seq", str(T), "--dim", str(C), "--layers", str(L), "--heads", "4", "--vocab", str(V),
+        "--steps", "2"]
+BLOCK_PARAMS = (
+    2 * C  # ln1
+    + 3 * C * C + 3 * C  # qkv
+    + C * C + C  # proj
+    + 2 * C  # ln2
+    + 4 * C * C + 4 * C  # fc
+    + 4 * C * C + C  # out
+)
+ROOT_PARAMS = V * C + T * C + 2 * C  # wte (tied with lm_head), wpe, ln_f
+
+PP = ["--batch", str(B), "--seq", str(T), "--dim", str(C), "--layers", "4", "--heads", "4", "--vocab", str(V),
+      "--steps", "2", "--pp", "2", "--accum", "2"]
+MICRO_BATCHES = 2
+PIPELINE_CASES = [
+    # (schedule, --dp, rank, messages per micro-batch each way, activation element size)
+    ("gpipe", "ddp", 0, 1, F32),  # stage 0 sends activations, receives their gradients; fp32 residual stream
+    ("1f1b", "ddp", 1, 1, F32),  # stage 1 receives activations, sends their gradients
+    # 4 stages on 2 ranks: rank 0 holds stages 0 and 2 (sends 0->1, 2->3 and the gradient 2->1), rank 1 1 and 3.
+    ("interleaved", "ddp", 0, 3, F32),
+    ("interleaved", "ddp", 1, 3, F32),
+    # FSDP's mixed precision casts every wrapped module's inputs, so stages exchange bf16.
+    ("1f1b", "fsdp", 1, 1, BF16),
+]
+JOBS = [
+    (GPT, TINY, 0),
+    (SCRIPTS / "ddp_buckets.py", [], 0),
+    (SCRIPTS / "ddp_buckets.py", ["--bucket-cap-mb", "2"], 0),
+    (SCRIPTS / "fsdp_padding.py", [], 0),
+    (SCRIPTS / "fsdp_padding.py", ["--keep-unsharded"], 0),
+    (GPT, [*TINY, "--dp", "fsdp"], 0),
+    (GPT, [*TINY, "--tp", "2", "--dp", "fsdp"], 0),
+    *((GPT, [*PP, "--pp-schedule", schedule, "--dp", dp], rank) for schedule, dp, rank, _, _ in PIPELINE_CASES),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _start_every_emulation(emulate_rank_isolated):
+    for script, args, rank in JOBS:
+        emulate_rank_isolated.prefetch(script, args, rank=rank, world_size=2)
+
+
+def _rows(result) -> list[dict]:
+    assert result.exit_code == 0, result.error
+    return result.table.to_pylist()
+
+
+def _calls(rows: list[dict], op: str, iteration: int, phase: str | None = None) -> list[dict]:
+    return [
+        r for r in rows
+        if r["op"] == f"nccl:{op}" and r["iteration"] == iteration and (phase is None or r["phase"] == phase)
+    ]
+
+
+def _sizes(calls: list[dict]) -> list[int]:
+    return [r["message_bytes"] for r in calls]
+
+
+# -- DDP ---------------------------------------------------------------------------------------------
+
+
+def test_ddp_all_reduces_every_gradient_byte_each_iteration(emulate_rank_isolated):
+    rows = _rows(emulate_rank_isolated(GPT, TINY, rank=0, world_size=2))
+    gradient_bytes = (ROOT_PARAMS + L * BLOCK_PARAMS) * F32  # fp32 parameters, fp32 gradients
+    for iteration in (0, 1):
+        calls = _calls(rows, "all_reduce", iteration)
+        assert all(r["phase"] == "backward" and r["group_ranks"] == [0, 1] for r in calls)
+        assert sum(_sizes(calls)) == gradient_bytes
+
+
+def test_ddp_first_bucket_is_capped_at_1_MiB(emulate_rank_isolated):
+    # Five 1 MiB gradients become ready last layer first; DDP's default caps are 1 MiB for the first
+    # bucket and 25 MiB after it: [w4], then [w3, w2, w1, w0].
+    rows = _rows(emulate_rank_isolated(SCRIPTS / "ddp_buckets.py", [], rank=0, world_size=2))
+    assert _sizes(_calls(rows, "all_reduce", 1)) == [1 * MiB, 4 * MiB]
+
+
+def test_ddp_buckets_follow_bucket_cap_mb_and_overlap_backward(emulate_rank_isolated):
+    # A user-given cap applies to the first bucket too: [w4, w3], [w2, w1], [w0].
+    rows = _rows(emulate_rank_isolated(SCRIPTS / "ddp_buckets.py", ["--bucket-cap-mb", "2"], rank=0, world_size=2))
+    calls = _calls(rows, "all_reduce", 1)
+    assert _sizes(calls) == [2 * MiB, 2 * MiB, 1 * MiB]
+    backward_matmuls = [r for r in rows if r["iteration"] == 1 and r["phase"] == "backward" and r["op"] == "aten::mm"]
+    assert calls[0]["seq"] < backward_matmuls[-1]["seq"]  # issued while backward still computes
+
+
+# -- FSDP2 -------------------------------------------------------------------------------------------
+
+
+def test_fsdp_gathers_padded_blocks_and_regathers_them_for_backward(emulate_rank_isolated):
+    rows = _rows(emulate_rank_isolated(SCRIPTS / "fsdp_padding.py", [], rank=0, world_size=2))
+    # Each parameter's dim 0 is padded to a multiple of 2 ranks: Linear(5, 3) -> (4x5 + 4) = 24
+    # elements, Linear(3, 7) -> (8x3 + 8) = 32, the root's Linear(7, 5) -> (6x7 + 6) = 48.
+    block0, block2, root = 24, 32, 48
+    for iteration in (0, 1):
+        assert _sizes(_calls(rows, "all_gather", iteration, "forward")) == [root * BF16, block0 * BF16, block2 * BF16]
+        assert _sizes(_calls(rows, "all_gather", iteration, "backward")) == [block2 * BF16, block0 * BF16]
+        reduce_scatters = _calls(rows, "reduce_scatter", iteration)
+        assert sorted(_sizes(reduce_scatters)) == sorted([root * F32, block0 * F32, block2 * F32])  # reduce_dtype
+        assert {r["reduce_op"] for r in reduce_scatters} == {"avg"}
+
+
+def test_fsdp_without_reshard_after_forward_does_not_regather(emulate_rank_isolated):
+    rows = _rows(emulate_rank_isolated(SCRIPTS / "fsdp_padding.py", ["--keep-unsharded"], rank=0, world_size=2))
+    assert _sizes(_calls(rows, "all_gather", 1, "forward")) == [48 * BF16, 24 * BF16, 32 * BF16]
+    assert _calls(rows, "all_gather", 1, "backward") == []
+    assert len(_calls(rows, "reduce_scatter", 1)) == 3
+
+
+def test_fsdp_gpt_gathers_each_block_once_per_pass_and_steps_on_shards(emulate_rank_isolated):
+    rows = _rows(emulate_rank_isolated(GPT, [*TINY, "--dp", "fsdp"], rank=0, world_size=2))
+    # No padding: every dim 0 of the tiny GPT is even. bf16 parameters, fp32 reduce_dtype.
+    assert _sizes(_calls(rows, "all_gather", 1, "forward")) == [ROOT_PARAMS * BF16] + [BLOCK_PARAMS * BF16] * L
+    assert _sizes(_calls(rows, "all_gather", 1, "backward")) == [BLOCK_PARAMS * BF16] * L
+    assert sorted(_sizes(_calls(rows, "reduce_scatter", 1))) == sorted([ROOT_PARAMS * F32] + [BLOCK_PARAMS * F32] * L)
+    # AdamW runs on the local shards of the DTensor parameters (the embedding's rows split in two).
+    steps = [r for r in rows if r["iteration"] == 1 and r["op"] == "aten::_foreach_addcdiv_.ScalarList"]
+    assert len(steps) == 1 and steps[0]["phase"] == "optimizer"
+    assert [V // 2, C] in steps[0]["input_shapes"] and [V, C] not in steps[0]["input_shapes"]
+
+
+# -- Tensor parallelism ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tp_rows(emulate_rank_isolated):
+    return _rows(emulate_rank_isolated(GPT, [*TINY, "--tp", "2", "--dp", "fsdp"], rank=0, world_size=2))
+
+
+def test_tp_all_reduces_rowwise_outputs_twice_per_block(tp_rows):
+    for block in range(L):
+        calls = [r for r in _calls(tp_rows, "all_reduce", 1, "forward") if r["module"] == f"blocks.{block}"]
+        # proj and out are row-wise: their partial (B, T, C) outputs are summed, in bf16 under autocast.
+        assert _sizes(calls) == [B * T * C * BF16] * 2
+        assert all(r["group_ranks"] == [0, 1] for r in calls)
+
+
+def test_tp_records_each_local_shard_gemm_once_in_bf16(tp_rows):
+    # Column-wise qkv and fc hold half the output features, row-wise proj and out half the input features.
+    expected = {
+        "qkv": [[3 * C // 2], [B * T, C], [C, 3 * C // 2]],
+        "proj": [[C], [B * T, C // 2], [C // 2, C]],
+        "fc": [[4 * C // 2], [B * T, C], [C, 4 * C // 2]],
+        "out": [[C], [B * T, 4 * C // 2], [4 * C // 2, C]],
+    }
+    for iteration in (0, 1):
+        for name, shapes in expected.items():
+            gemms = [
+                r for r in tp_rows
+                if r["iteration"] == iteration and r["module"] == f"blocks.0.{name}" and r["op"] == "aten::addmm"
+            ]
+            assert [(g["input_shapes"], g["input_dtypes"]) for g in gemms] == [(shapes, ["bfloat16"] * 3)], name
+
+
+# -- Pipeline parallelism ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("schedule,dp,rank,messages_per_micro_batch,element_bytes", PIPELINE_CASES)
+def test_pipeline_sends_one_activation_and_one_gradient_per_micro_batch(
+    emulate_rank_isolated, schedule, dp, rank, messages_per_micro_batch, element_bytes
+):
+    rows = _rows(emulate_rank_isolated(GPT, [*PP, "--pp-schedule", schedule, "--dp", dp], rank=rank, world_size=2))
+    for op in ("send", "recv"):
+        calls = _calls(rows, op, 1)
+        assert _sizes(calls) == [B * T * C * element_bytes] * (messages_per_micro_batch * MICRO_BATCHES), op
+        assert {r["peer"] for r in calls} == {1 - rank}
