@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from maya.estimator.collective import calibrated_params
 from maya.estimator.estimate import estimate_trace, source_shares
 from maya.estimator.host_cost import host_costs_us
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
@@ -94,7 +95,8 @@ def predict(
             shares; default: each traced rank stands for itself only.
         trace_dir: writes the timeline to `trace_dir/timeline.json` (unless `timeline_path` is given).
         timeline_path: where to write the Chrome/Perfetto timeline; no timeline without either.
-        params: host, overlap and NCCL calibration of the simulation.
+        params: host, overlap and NCCL calibration of the simulation; default: the NCCL fits shipped
+            for `gpu` (maya/estimator/data/<gpu>/nccl_fits.json), datasheet values otherwise.
 
     Raises:
         ValueError: `cluster`'s GPU is not `gpu`, the job does not fit the cluster, or the ranks are
@@ -110,6 +112,8 @@ def predict(
         df = estimate_trace(table, gpu=gpu)
         df["host_us"] = host_costs_us(df, gpu)
         estimated[rank] = df
+    if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
+        params = SimulationParams(collective=calibrated_params(gpu))
     result = simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
     if timeline_path is None and trace_dir is not None:
         timeline_path = Path(trace_dir) / "timeline.json"

@@ -114,6 +114,9 @@ class CollectiveModelParams:
     """Fixed cost of one tree all_reduce, microseconds; uncalibrated."""
     p2p_base_latency_us: float = 3.0
     """Fixed cost of one send/recv or all_to_all, microseconds; uncalibrated."""
+    nvlink_fits: tuple[NvlinkFit, ...] = ()
+    """Per-op fits to measured NCCL times inside one NVLink domain (`calibrated_params`); they replace
+    the datasheet model there. Empty: uncalibrated."""
 
     def __post_init__(self) -> None:
         for name in ("nvlink_efficiency", "nic_efficiency", "tree_efficiency"):
@@ -123,6 +126,38 @@ class CollectiveModelParams:
         for name in ("ring_base_latency_us", "tree_base_latency_us", "p2p_base_latency_us"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 0")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NvlinkFit:
+    """One op's NCCL time inside an NVLink domain, fitted to measurements (benchmarks/collective_model.py).
+
+    t = (latency_us + factor * S / (nvlink_bandwidth * efficiency)) * (1 + log_slope * ln(S' / 1 GiB)),
+    S' = S clamped to [1 MiB, 1 GiB]: the alpha-beta ring (factor = busbw/algbw), with a bandwidth
+    that falls off logarithmically below 1 GiB as NCCL runs fewer channels and lighter protocols.
+    """
+
+    op: str
+    """CollectiveOp value."""
+    latency_us: float
+    """Fixed cost per call, microseconds."""
+    efficiency: float
+    """Share of the datasheet NVLink bandwidth reached at 1 GiB."""
+    log_slope: float
+    """Relative slow-down per e-fold below 1 GiB (negative: smaller messages are slower per byte)."""
+    ranks: int
+    """Group size the fit was measured at (other sizes inside the domain reuse it)."""
+
+
+_FIT_MIN_BYTES, _FIT_MAX_BYTES = 1 << 20, 1 << 30
+
+
+def nvlink_fit_duration_us(fit: NvlinkFit, op: CollectiveOp, message_bytes: int, n: int, nvlink_bytes_per_s: float) -> float:
+    """`NvlinkFit`'s formula for an n-rank group inside one NVLink domain, microseconds."""
+    factor = 1.0 if op in P2P_OPS else bus_bandwidth_factor(op, n)
+    base_us = fit.latency_us + factor * message_bytes / (nvlink_bytes_per_s * fit.efficiency) * 1e6
+    clamped = min(max(message_bytes, _FIT_MIN_BYTES), _FIT_MAX_BYTES)
+    return base_us * (1 + fit.log_slope * math.log(clamped / _FIT_MAX_BYTES))
 
 
 DEFAULT_PARAMS = CollectiveModelParams()
@@ -274,9 +309,15 @@ def collective_cost(
     if op in P2P_OPS:
         if len(group_ranks) != 2:
             raise ValueError(f"{op.value}: group_ranks={list(group_ranks)} must be (src, dst)")
-        return Algorithm.DIRECT, p2p_duration_us(message_bytes, group_ranks[0], group_ranks[1], cluster, params)
-    if len(group_ranks) == 1:
+    elif len(group_ranks) == 1:
         return Algorithm.RING, 0.0
+    fit = _fit_for(op, params)
+    if fit is not None and len({cluster.nvlink_domain_of(r) for r in group_ranks}) == 1:
+        n = 2 if op in P2P_OPS else len(group_ranks)
+        algorithm = Algorithm.DIRECT if op in P2P_OPS or op is CollectiveOp.ALL_TO_ALL else Algorithm.RING
+        return algorithm, nvlink_fit_duration_us(fit, op, message_bytes, n, cluster.nvlink_bandwidth_bytes_per_s)
+    if op in P2P_OPS:
+        return Algorithm.DIRECT, p2p_duration_us(message_bytes, group_ranks[0], group_ranks[1], cluster, params)
     links = group_links(group_ranks, cluster, params)
     if op is CollectiveOp.ALL_TO_ALL:
         return Algorithm.DIRECT, all_to_all_duration_us(message_bytes, links, params)
@@ -286,6 +327,27 @@ def collective_cost(
         if tree_us < ring_us:
             return Algorithm.TREE, tree_us
     return Algorithm.RING, ring_us
+
+
+def _fit_for(op: CollectiveOp, params: CollectiveModelParams) -> NvlinkFit | None:
+    # send and recv are one measurement (a matched pair); barrier is a tiny all_reduce.
+    key = {CollectiveOp.RECV: "send", CollectiveOp.BARRIER: "all_reduce", CollectiveOp.REDUCE: "broadcast"}.get(op, op.value)
+    for fit in params.nvlink_fits:
+        if fit.op == key:
+            return fit
+    return None
+
+
+def calibrated_params(gpu: str) -> CollectiveModelParams:
+    """The NCCL model calibrated for `gpu` (maya/estimator/data/<gpu>/nccl_fits.json), else datasheet defaults."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / gpu / "nccl_fits.json"
+    if not path.exists():
+        return DEFAULT_PARAMS
+    raw = json.loads(path.read_text())
+    return CollectiveModelParams(nvlink_fits=tuple(NvlinkFit(**f) for f in raw["fits"]))
 
 
 def collective_duration_us(

@@ -120,3 +120,30 @@ def test_edge_cases_and_errors(two_nodes):
         collective_duration_us("all_reduce", 1, [0, 16], two_nodes)
     with pytest.raises(ValueError, match=r"nic_efficiency=1.5 must be in \(0, 1\]"):
         CollectiveModelParams(nic_efficiency=1.5)
+
+
+def test_shipped_h200_nccl_fits_reproduce_the_two_gpu_measurements():
+    """The fits in maya/estimator/data/h200/nccl_fits.json against the 2 x H200 CUDA-graph timings."""
+    import json
+    from pathlib import Path
+
+    from maya.estimator.collective import calibrated_params, collective_duration_us
+    from maya.hardware.cluster import load_cluster
+
+    measured = json.loads((Path(__file__).parents[2] / "benchmarks/gpu/multi_gpu_h200x2/nccl_h200x2.json").read_text())
+    params = calibrated_params("h200")
+    assert {f.op for f in params.nvlink_fits} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send"}
+    cluster = load_cluster("dgx-h200")
+    errors = []
+    for row in measured["rows"]:
+        if row["size_bytes"] < 1 << 20:
+            continue
+        op = "send" if row["op"] == "send_recv" else row["op"]
+        predicted = collective_duration_us(op, row["size_bytes"], (0, 1), cluster, params)
+        errors.append(abs(predicted / row["graph_us"] - 1))
+    errors.sort()
+    assert len(errors) == 36
+    assert errors[len(errors) // 2] < 0.05 and errors[-1] < 0.2
+    # Uncalibrated (datasheet) NVLink is far off the measured 1 GiB all_gather.
+    datasheet = collective_duration_us("all_gather", 1 << 30, (0, 1), cluster)
+    assert datasheet < 0.8 * next(r["graph_us"] for r in measured["rows"] if r["op"] == "all_gather" and r["size_bytes"] == 1 << 30)
