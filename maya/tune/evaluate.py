@@ -13,7 +13,7 @@ import logging
 import statistics
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,10 @@ TOP_OPS_KEPT = 5
 _GIB = 1 << 30
 
 
-def evaluate(study: Study, config: Mapping[str, Any], cache: TraceCache, specs: dict | None = None) -> TrialOutcome:
+def evaluate(
+    study: Study, config: Mapping[str, Any], cache: TraceCache, specs: dict | None = None,
+    emulate: Callable[..., Any] | None = None,
+) -> TrialOutcome:
     """Predict one configuration of `study`.
 
     Args:
@@ -38,6 +41,8 @@ def evaluate(study: Study, config: Mapping[str, Any], cache: TraceCache, specs: 
         config: one sampled configuration of its space.
         cache: where emulation results are looked up and stored.
         specs: memo for `resolve_candidate`.
+        emulate: runs one emulation, with `emulate_with_log`'s signature (the default, in this
+            process); `maya.tune.trial_resources.emulate_outside_trial` runs it in a Ray task.
 
     Returns:
         The outcome: ok with time and cost, infeasible (out of memory), pruned, or failed.
@@ -66,7 +71,8 @@ def evaluate(study: Study, config: Mapping[str, Any], cache: TraceCache, specs: 
         )
         key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
         with cache.lock(key):
-            recorded, figures, use = _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs)
+            recorded, figures, use = _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs,
+                                                        emulate or emulate_with_log)
     except Exception as e:
         return _failed(e, started, **launch)
     elapsed = time.perf_counter() - started
@@ -77,7 +83,8 @@ def evaluate(study: Study, config: Mapping[str, Any], cache: TraceCache, specs: 
     return _with_cost(study, candidate, figures, use, elapsed, launch)
 
 
-def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict):
+def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
+                       emulate: Callable[..., Any]):
     """(cluster-independent end or None, figures or None, where they came from); called under the key's lock."""
     recorded = cache.read_outcome(key)
     if recorded is not None:
@@ -94,7 +101,10 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
         except NotImplementedError as e:
             log.info("emulating again instead of re-simulating %s: %s", trace_dir, e)
     trace_dir = cache.new_trace_dir(key, sim_key)
-    summary, emulate_s = _emulate(study, candidate, trace_dir)
+    started = time.perf_counter()
+    summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
+                      nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir)
+    emulate_s = time.perf_counter() - started
     if summary.exit_code != 0:
         recorded = _script_end(summary, candidate)
         cache.write_outcome(key, recorded, inputs)
@@ -110,18 +120,15 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     return None, figures, CacheUse.MISS
 
 
-def _emulate(study: Study, candidate: Candidate, trace_dir: Path):
+def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path):
+    """`maya.emulate` into `trace_dir`, the script's own prints (loss lines, progress bars) going to
+    `trace_dir/script.log`."""
     from maya.api import emulate
 
+    trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    # The script's own prints (loss lines, progress bars) go to a log beside its trace.
     with open(trace_dir / "script.log", "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        summary = emulate(
-            study.script, list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
-            nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
-        )
-    return summary, time.perf_counter() - started
+        return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:

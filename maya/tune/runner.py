@@ -66,15 +66,19 @@ def run_study(
 
     from maya.tune.progress import ProgressCallback, log_line
     from maya.tune.trainable import run_trial
+    from maya.tune.trial_resources import max_concurrent_trials, needs_rank_actors, trial_resources
 
     if resume and not tune.Tuner.can_restore(str(experiment)):
         raise FileNotFoundError(f"no study to resume in {out}")
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     cache_dir = Path(trace_cache_dir).resolve() if trace_cache_dir is not None else out / CACHE_DIR
+    multi_rank = needs_rank_actors(study)
     trainable = tune.with_resources(
-        tune.with_parameters(run_trial, study=study, cache_dir=str(cache_dir)), {"cpu": study.cpus_per_trial}
+        tune.with_parameters(run_trial, study=study, cache_dir=str(cache_dir), multi_rank=multi_rank),
+        trial_resources(study, multi_rank),
     )
+    concurrency = max_concurrent_trials(study, multi_rank, ray.cluster_resources().get("CPU", 1))
     dimensions = list(full_space(study))
     total = space_summary.grid_size if space_summary.grid_size is not None else setup.num_samples
     if resume:
@@ -87,7 +91,7 @@ def run_study(
             param_space=setup.param_space,
             tune_config=tune.TuneConfig(
                 metric=METRIC, mode="min", search_alg=setup.search_alg, num_samples=setup.num_samples,
-                max_concurrent_trials=study.max_concurrent_trials, reuse_actors=True,
+                max_concurrent_trials=concurrency, reuse_actors=True,
                 trial_dirname_creator=trial_dirname,
             ),
             run_config=tune.RunConfig(
@@ -95,8 +99,8 @@ def run_study(
                 failure_config=tune.FailureConfig(max_failures=0, fail_fast=False),
             ),
         )
-    log.info("study %s: %d trials, %d of %d layouts runnable, %s CPUs per trial", study.name, total,
-             space_summary.runnable, space_summary.layouts, study.cpus_per_trial)
+    log.info("study %s: %d trials, %d of %d layouts runnable, multi-rank: %s, at most %s at once", study.name, total,
+             space_summary.runnable, space_summary.layouts, multi_rank, concurrency or "as many as fit")
     grid = tuner.fit()
     results = collect(grid, dimensions, study.objective)
     best = results.best

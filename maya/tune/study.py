@@ -148,9 +148,9 @@ class Study:
     top_k: int = 10
     """How many of the best configurations the results list."""
     cpus_per_trial: float = 1.0
-    """Ray CPUs each trial reserves; trials run concurrently on the cluster's remaining CPUs."""
+    """Ray CPUs a trial reserves when it emulates in its own process (studies of one-GPU candidates only)."""
     max_concurrent_trials: int | None = None
-    """Upper bound on trials running at once; None: as many as the CPUs allow."""
+    """Upper bound on trials running at once; None: as many as the CPUs allow (one per CPU with multi-rank candidates)."""
     name: str = "study"
     """Name of the study (the Ray Tune experiment)."""
 

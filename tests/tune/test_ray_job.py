@@ -32,7 +32,8 @@ def ray_head():
     head = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", "--block", "--port", str(_free_port()), "--num-cpus", "2",
          "--temp-dir", temp_dir, "--include-dashboard", "true", "--dashboard-port", str(dashboard_port),
-         "--disable-usage-stats"],
+         # The job agent's port is fixed (52365) by default: another Ray on this machine would hold it.
+         "--dashboard-agent-listen-port", str(_free_port()), "--disable-usage-stats"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
