@@ -108,6 +108,7 @@ def install_distributed(patcher: Patcher) -> None:
     patcher.set(c10d, "batch_isend_irecv", batch_isend_irecv)
     patcher.set(dist, "batch_isend_irecv", batch_isend_irecv)
     _patch_ddp_buckets(patcher)
+    _patch_fsdp_units(patcher)
     import torch.nn.parallel.distributed as ddp
 
     patcher.set(ddp, "_verify_param_shape_across_processes", lambda *args, **kwargs: None)
@@ -148,6 +149,23 @@ def _patch_ddp_buckets(patcher: Patcher) -> None:
         patcher.set(config, "compute_bucket_size_limits", limits)
     patcher.set(dist, "_compute_bucket_assignment_by_size", assign_in_ready_order)
     patcher.set(dist.Reducer, "_rebuild_buckets", lambda self: False)
+
+
+def _patch_fsdp_units(patcher: Patcher) -> None:
+    """A host row (`fsdp:unit`, `ops` = the unit's parameters) each time an FSDP2 unit starts its
+    forward: FSDP2's Python hooks for that unit's forward and backward are charged there
+    (framework_overhead.py's fsdp_unit_us + fsdp_unit_per_param_us per parameter)."""
+    from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
+
+    original = FSDPParamGroup.pre_forward
+
+    def pre_forward(self, *args, **kwargs):
+        state = st.active()
+        phase, module = state.nccl.tracker.current()
+        state.add_row(EventKind.HOST, "fsdp:unit", phase=phase, module=module, attrs={"ops": len(self.fsdp_params)})
+        return original(self, *args, **kwargs)
+
+    patcher.set(FSDPParamGroup, "pre_forward", pre_forward)
 
 
 def _check_backend(backend: object) -> None:

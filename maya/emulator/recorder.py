@@ -141,6 +141,8 @@ class Recorder(TorchDispatchMode):
             # A wrapper subclass (DTensor, AsyncCollectiveTensor): let it unwrap first. Its inner
             # ops on fake local tensors then come back here and are recorded; handled here, they
             # would run below this mode and never be seen (FakeTensorMode does the same).
+            if not self.paused and any(t.__name__ == "DTensor" for t in types):
+                self._note_dtensor_op(args, kwargs)
             return NotImplemented
         kwargs = kwargs or {}
         self.state.dispatched_ops += 1
@@ -216,6 +218,13 @@ class Recorder(TorchDispatchMode):
             # Autograd created this op's node just before dispatching here: remember its module.
             self.tracker.node_modules[_get_sequence_nr() - 1] = module
         return out
+
+    def _note_dtensor_op(self, args: tuple, kwargs: dict) -> None:
+        """A host row for DTensor's Python dispatch (sharding propagation) of one op; `ops` counts the
+        DTensors beyond the first (foreach lists), charged per list entry (framework_overhead.py)."""
+        n = sum(1 for t in flatten_tensors(args, kwargs) if type(t).__name__ == "DTensor")
+        phase, module = self.tracker.current()
+        self.state.add_row(EventKind.HOST, "dtensor:op", phase=phase, module=module, attrs={"ops": max(n - 1, 0)})
 
     def _allocate(self, outputs: list[torch.Tensor], name: str, phase: Phase) -> None:
         state = self.state
