@@ -29,3 +29,21 @@ def test_each_kind_of_row_pays_its_measured_cost():
     assert host[5] == pytest.approx(c["checkpoint_region_us"] + 10 * c["checkpoint_per_op_us"])
     per_entry = c["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
     assert host[6] == pytest.approx(c["aten_op_us"] + 24 * per_entry)
+
+
+def test_dtensor_and_fsdp_host_rows_pay_the_framework_figures():
+    c = host_overhead("h200")
+    rows = pd.DataFrame(
+        {
+            "kind": ["host", "host", "host"],
+            "phase": ["forward", "optimizer", "forward"],
+            "op": ["dtensor:op", "dtensor:op", "fsdp:unit"],
+            "input_shapes": [[], [], []],
+            "attrs": [json.dumps({"ops": 0}), json.dumps({"ops": 23}), json.dumps({"ops": 12})],
+        }
+    )
+    host = host_costs_us(rows)
+    assert host[0] == pytest.approx(c["dtensor_op_us"])
+    assert host[1] == pytest.approx(c["dtensor_op_us"] + 23 * c["dtensor_list_entry_us"])
+    assert host[2] == pytest.approx(c["fsdp_unit_us"] + 12 * c["fsdp_unit_per_param_us"])
+    assert c["fsdp_unit_us"] > 100 and c["dtensor_op_us"] > 1  # measured, not placeholders
