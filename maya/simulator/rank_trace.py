@@ -152,6 +152,7 @@ class RankTrace:
             group_ranks = tuple(ranks or ())
             if group_seq is None:
                 group_seq = own_seq.get(group, 0)
+            group_seq = int(group_seq)  # a float when the table went through pandas (the estimator)
             own_seq[group] = group_seq + 1
             if op in P2P_OPS:
                 if peer is None:

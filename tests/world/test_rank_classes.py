@@ -1,0 +1,180 @@
+"""Rank classes from hand-built group tables: families, informative families, probes, classes, fingerprints.
+
+The tables are the ones c10d and init_device_mesh create, in creation order: the world group
+first, then one group per mesh slice, dimension by dimension.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pyarrow as pa
+import torch
+
+from maya.world.rank_classes import (
+    _FINGERPRINT_COLUMNS,
+    classes,
+    families,
+    first_difference,
+    informative,
+    probe_rank,
+    trace_fingerprint,
+)
+
+
+def mesh_groups(shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+    """The group table after `init_process_group` and `init_device_mesh("cuda", shape)`, built by hand.
+
+    Ranks fill the mesh in row-major order. Dimension by dimension, DeviceMesh creates one group per
+    slice along that dimension, the slices in row-major order of the other coordinates; a dimension
+    as large as the world reuses the world group. c10d names groups 0, 1, 2, ... in creation order.
+    """
+    world = math.prod(shape)
+    mesh = torch.arange(world).view(shape)
+    groups = [("0", tuple(range(world)))]
+    for dim, size in enumerate(shape):
+        if size == world:
+            continue
+        for row in mesh.movedim(dim, -1).reshape(-1, size).tolist():
+            groups.append((str(len(groups)), tuple(row)))
+    return groups
+
+
+PP_DP_TP = mesh_groups((2, 2, 2))  # rank = 4 * pp + 2 * dp + tp
+
+
+GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
+
+
+def test_mesh_groups_helper_matches_the_groups_an_emulated_rank_records(emulate_rank_isolated):
+    assert mesh_groups((2, 2)) == [("0", (0, 1, 2, 3)), ("1", (0, 2)), ("2", (1, 3)), ("3", (0, 1)), ("4", (2, 3))]
+    # examples/train_gpt.py builds a ("pp", "dp", "tp") mesh right after init_process_group.
+    args = ["--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2", "--layers", "2", "--dim", "64", "--heads", "4",
+            "--seq", "64", "--vocab", "512", "--batch", "2", "--steps", "1"]
+    rank0 = emulate_rank_isolated(GPT, args, rank=0, world_size=8)
+    assert rank0.exit_code == 0, rank0.error
+    assert rank0.groups == PP_DP_TP
+
+
+def test_families_split_a_3d_mesh_into_world_and_one_family_per_dimension():
+    fams = families(PP_DP_TP, 8)
+    assert [f.index for f in fams] == [0, 1, 2, 3]
+    assert [[ranks for _, ranks in f.groups] for f in fams] == [
+        [(0, 1, 2, 3, 4, 5, 6, 7)],
+        [(0, 4), (1, 5), (2, 6), (3, 7)],  # pp
+        [(0, 2), (1, 3), (4, 6), (5, 7)],  # dp
+        [(0, 1), (2, 3), (4, 5), (6, 7)],  # tp
+    ]
+    pp, dp, tp = fams[1:]
+    assert (pp.position(6), dp.position(6), tp.position(6)) == (1, 1, 0)  # rank 6 = (pp 1, dp 1, tp 0)
+    assert pp.group_of(6) == (2, 6)
+
+
+def test_families_count_a_repeated_group_name_once():
+    doubled = [PP_DP_TP[0], *PP_DP_TP]
+    assert families(doubled, 8) == families(PP_DP_TP, 8)
+
+
+def test_families_start_anew_when_a_group_overlaps_or_changes_size():
+    table = [("0", (0, 1, 2, 3)), ("1", (0, 1)), ("2", (0, 1, 2)), ("3", (1, 2)), ("4", (3, 0))]
+    assert [[ranks for _, ranks in f.groups] for f in families(table, 4)] == [
+        [(0, 1, 2, 3)], [(0, 1)], [(0, 1, 2)], [(1, 2), (3, 0)],
+    ]
+
+
+def test_informative_drops_the_world_beside_a_full_mesh_and_size_one_families():
+    fams = families(PP_DP_TP, 8)
+    assert [f.index for f in informative(fams, 8)] == [1, 2, 3]
+    # A (1, 8, 1) mesh (train_gpt's DDP): only the world family can tell ranks apart.
+    ddp = families(mesh_groups((1, 8, 1)), 8)
+    assert [f.group_size for f in ddp] == [8, 1, 1]  # world (also the dp dimension), pp and tp singletons
+    assert informative(ddp, 8) == [ddp[0]]
+
+
+def test_informative_keeps_the_world_when_the_other_families_leave_ranks_alike():
+    fams = families([("0", (0, 1, 2, 3)), ("1", (0, 1)), ("2", (2, 3))], 4)
+    # Positions in {0,1},{2,3} leave ranks 0 and 2 alike, so the world family stays; the world's
+    # positions single out every rank, so the pair family adds nothing and goes.
+    assert [f.index for f in informative(fams, 4)] == [0]
+
+
+def test_probe_differs_from_rank_0_in_one_family_only():
+    pp, dp, tp = informative(families(PP_DP_TP, 8), 8)
+    assert probe_rank(pp, [dp, tp], 8) == 4
+    assert probe_rank(dp, [pp, tp], 8) == 2
+    assert probe_rank(tp, [pp, dp], 8) == 1
+
+
+def test_probe_takes_the_last_position_of_a_wide_group():
+    dp, tp = informative(families(mesh_groups((2, 4)), 8), 8)  # rank = 4 * dp + tp
+    assert probe_rank(tp, [dp], 8) == 3  # tp position 3, dp position 0 like rank 0
+    assert probe_rank(dp, [tp], 8) == 4
+
+
+def test_probe_is_none_when_rank_0_is_in_no_group_of_the_family():
+    fam = families([("0", (0, 1, 2, 3)), ("1", (2, 3))], 4)[1]
+    assert probe_rank(fam, [], 4) is None
+
+
+def test_classes_of_a_pipeline_only_variant_are_the_stages():
+    pp, dp, tp = informative(families(PP_DP_TP, 8), 8)
+    assert classes(8, [pp]) == {0: 0, 1: 0, 2: 0, 3: 0, 4: 4, 5: 4, 6: 4, 7: 4}
+
+
+def test_classes_combine_every_variant_family():
+    pp, dp, tp = informative(families(PP_DP_TP, 8), 8)
+    assert classes(8, [pp, tp]) == {0: 0, 1: 1, 2: 0, 3: 1, 4: 4, 5: 5, 6: 4, 7: 5}
+    assert classes(8, []) == dict.fromkeys(range(8), 0)
+    assert classes(8, [pp, dp, tp]) == {r: r for r in range(8)}
+
+
+def test_ranks_outside_a_partial_family_form_their_own_class():
+    fam = families([("0", (0, 1, 2, 3)), ("1", (2, 3))], 4)[1]
+    assert classes(4, [fam]) == {0: 0, 1: 0, 2: 2, 3: 3}
+
+
+# -- fingerprints ------------------------------------------------------------------------------------
+
+
+def _trace(rows: list[dict]) -> pa.Table:
+    """A trace with the columns the fingerprint reads; missing values are null."""
+    columns = (*_FINGERPRINT_COLUMNS, "group_name", "group_ranks", "peer")
+    return pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in rows])
+
+
+def _kernel(op: str) -> dict:
+    return {"kind": "kernel", "op": op, "phase": "forward", "stream": 0, "event_id": -1, "iteration": 0}
+
+
+def _collective(op: str, group: str, ranks: list[int], size: int, peer: int | None = None) -> dict:
+    return {"kind": "collective", "op": op, "phase": "backward", "stream": 1, "event_id": -1, "iteration": 0,
+            "group_name": group, "group_ranks": ranks, "message_bytes": size, "peer": peer}
+
+
+def test_data_parallel_peers_have_one_fingerprint_across_their_groups():
+    fams = families(PP_DP_TP, 8)
+    # Ranks 0 and 1 all-reduce over their own dp groups ("5" = (0, 2), "6" = (1, 3)); rank 0 also logs.
+    rank0 = _trace([_kernel("aten::mm"), _collective("nccl:all_reduce", "5", [0, 2], 4096),
+                    {"kind": "sync", "op": "cuda:item", "phase": "forward", "stream": 0, "event_id": -1, "iteration": 0}])
+    rank1 = _trace([_kernel("aten::mm"), _collective("nccl:all_reduce", "6", [1, 3], 4096)])
+    assert trace_fingerprint(rank0, 0, fams) == trace_fingerprint(rank1, 1, fams)
+
+
+def test_fingerprints_differ_by_size_and_by_relative_peer():
+    fams = families(PP_DP_TP, 8)
+    base = _trace([_collective("nccl:all_reduce", "5", [0, 2], 4096)])
+    bigger = _trace([_collective("nccl:all_reduce", "6", [1, 3], 8192)])
+    assert trace_fingerprint(base, 0, fams) != trace_fingerprint(bigger, 1, fams)
+    assert "message_bytes: 4096 vs 8192" in first_difference(base, 0, bigger, 1, fams)
+    # First stage sends forward (peer +1 in the pp group), last stage sends backward (peer -1).
+    first = _trace([_collective("nccl:send", "1", [0, 4], 64, peer=4)])
+    last = _trace([_collective("nccl:send", "1", [0, 4], 64, peer=0)])
+    assert trace_fingerprint(first, 0, fams) != trace_fingerprint(last, 4, fams)
+    assert "relative_peer: 1 vs -1" in first_difference(first, 0, last, 4, fams)
+
+
+def test_first_difference_reports_unequal_lengths():
+    fams = families(PP_DP_TP, 8)
+    one, two = _trace([_kernel("aten::mm")]), _trace([_kernel("aten::mm"), _kernel("aten::add.Tensor")])
+    assert first_difference(one, 0, two, 4, fams).startswith("rank 0 records 1 rows, rank 4 records 2")

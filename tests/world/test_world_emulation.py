@@ -1,0 +1,109 @@
+"""Multi-rank emulation on a real local Ray: rank classes, traces, summaries, and failures.
+
+Every rank runs in its own Ray actor process (`ray_local`: 2 CPUs). The models are the tiniest
+`examples/train_gpt.py` that still has every parallelism, for 2 steps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import maya
+from maya.cli.main import main
+from maya.trace import read_meta, read_rank_trace
+from maya.world import ActorDiedError
+
+SCRIPTS = Path(__file__).parents[1] / "emulator" / "scripts"
+GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
+F32, BF16 = 4, 2
+
+B, T, C, L, V = 2, 64, 64, 2, 512
+TINY = ["--batch", str(B), "--seq", str(T), "--dim", str(C), "--layers", str(L), "--heads", "4", "--vocab", str(V),
+        "--steps", "2"]
+GRADIENT_BYTES = (V * C + T * C + 2 * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 8 * C * C + 5 * C)) * F32
+
+
+def _collectives(trace_dir, rank: int, op: str, iteration: int = 1) -> list[dict]:
+    rows = read_rank_trace(trace_dir, rank).to_pylist()
+    return [r for r in rows if r["op"] == f"nccl:{op}" and r["iteration"] == iteration]
+
+
+def test_ddp_world_of_64_emulates_rank_0_and_one_probe(ray_local, tmp_path):
+    s = maya.emulate(GPT, TINY, nnodes=8, nproc_per_node=8, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    assert s.world_size == 64 and s.emulated_ranks == [0]
+    assert s.extra["rank_classes"] == [{"representative": 0, "ranks": 64, "members": "0-63"}]
+    # Emulated: rank 0, and rank 63, the probe at the last position of the world group.
+    assert sorted(s.extra["emulation_s"], key=int) == ["0", "63"]
+    assert len(s.iterations) == 2 and all(it.time_ms > 0 for it in s.iterations)
+    # DDP's all-reduce volume is the gradient, whatever the world size.
+    assert sum(r["message_bytes"] for r in _collectives(s.trace_dir, 0, "all_reduce")) == GRADIENT_BYTES
+    meta = read_meta(s.trace_dir)
+    assert meta["world_size"] == 64 and meta["rank_to_representative"] == {str(r): 0 for r in range(64)}
+
+
+def test_tp_pp_dp_mix_at_8_has_one_class_per_pipeline_stage(ray_local, tmp_path):
+    args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2"]
+    s = maya.emulate(GPT, args, nproc_per_node=8, trace_dir=tmp_path / "t", verify_dedup=True)
+    assert s.exit_code == 0, s.error
+    assert s.emulated_ranks == [0, 4]
+    assert s.extra["rank_classes"] == [
+        {"representative": 0, "ranks": 4, "members": "0-3"},
+        {"representative": 4, "ranks": 4, "members": "4-7"},
+    ]
+    # Mesh (pp, dp, tp): rank 0, probes 1 (tp), 2 (dp) and 4 (pp), and rank 7 to verify the second class.
+    assert sorted(s.extra["emulation_s"], key=int) == ["0", "1", "2", "4", "7"]
+    assert len(s.iterations) == 2 and all(it.time_ms > 0 for it in s.iterations)
+    assert read_meta(s.trace_dir)["rank_to_representative"] == {str(r): 0 if r < 4 else 4 for r in range(8)}
+    # Stage 0 sends its 2 micro-batches' bf16 activations to stage 1, which receives the same bytes.
+    activation = B * T * C * BF16
+    assert [r["message_bytes"] for r in _collectives(s.trace_dir, 0, "send")] == [activation] * 2
+    assert [r["message_bytes"] for r in _collectives(s.trace_dir, 4, "recv")] == [activation] * 2
+    assert {r["peer"] for r in _collectives(s.trace_dir, 4, "recv")} == {0}
+
+
+def test_fsdp_world_of_2_without_dedup_emulates_both_ranks(ray_local, tmp_path):
+    s = maya.emulate(GPT, [*TINY, "--dp", "fsdp"], nproc_per_node=2, trace_dir=tmp_path / "t", dedup=False)
+    assert s.exit_code == 0, s.error
+    assert s.emulated_ranks == [0, 1]
+    assert [c["members"] for c in s.extra["rank_classes"]] == ["0", "1"]
+    gathers = [[r["message_bytes"] for r in _collectives(s.trace_dir, rank, "all_gather")] for rank in (0, 1)]
+    assert gathers[0] == gathers[1] and len(gathers[0]) == 2 * L + 1  # forward: root + blocks; backward: blocks
+
+
+# -- bad input -------------------------------------------------------------------------------------
+
+
+def test_mismatched_collectives_fail_naming_the_group_ranks_and_first_call(ray_local, tmp_path, capsys):
+    # Through the CLI: maya.emulate raises the simulator's CollectiveMismatchError (a ValueError),
+    # which `maya emulate` reports with exit status 2.
+    code = main(["emulate", "--nproc-per-node", "2", "--trace-dir", str(tmp_path / "t"), str(SCRIPTS / "mismatched.py")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "mismatched collectives on group '0' call #0:" in err
+    assert "rank 0 issued all_reduce of 16 bytes over ranks [0, 1]" in err
+    assert "rank 1 issued all_reduce of 32 bytes over ranks [0, 1]" in err
+
+
+def test_cli_reports_the_failing_rank_and_its_traceback(ray_local, tmp_path, capsys):
+    code = main(["emulate", "--nproc-per-node", "2", "--trace-dir", str(tmp_path / "t"), str(SCRIPTS / "rank_raises.py")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "[rank 1]" in err and "Traceback" in err
+    assert "in check_shard" in err and "RuntimeError: shard 1 is corrupt" in err
+
+
+def test_an_actor_that_dies_is_retried_once_then_fails_naming_its_rank(ray_local, tmp_path):
+    starts = tmp_path / "starts.txt"
+    with pytest.raises(ActorDiedError, match=r"rank 1: the emulation actor died, was restarted once and died again"):
+        maya.emulate(SCRIPTS / "rank_dies.py", [str(starts)], nproc_per_node=2, trace_dir=tmp_path / "t")
+    assert sorted(starts.read_text().split()) == ["0", "1", "1"]  # rank 1 started twice
+
+
+def test_a_world_the_mesh_cannot_divide_fails_with_the_scripts_own_error(ray_local, tmp_path):
+    s = maya.emulate(GPT, [*TINY, "--tp", "4"], nproc_per_node=6, trace_dir=tmp_path / "t")
+    assert s.exit_code == 1
+    assert s.error.startswith("[rank 0] Traceback")
+    assert "ValueError: world_size=6 is not divisible by tp=4 * pp=1" in s.error
