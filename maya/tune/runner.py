@@ -91,7 +91,7 @@ def run_study(
             param_space=setup.param_space,
             tune_config=tune.TuneConfig(
                 metric=METRIC, mode="min", search_alg=setup.search_alg, num_samples=setup.num_samples,
-                max_concurrent_trials=concurrency, reuse_actors=True,
+                max_concurrent_trials=concurrency, reuse_actors=True, time_budget_s=study.time_budget_s,
                 trial_dirname_creator=trial_dirname,
             ),
             run_config=tune.RunConfig(

@@ -151,6 +151,8 @@ class Study:
     """Ray CPUs a trial reserves when it emulates in its own process (studies of one-GPU candidates only)."""
     max_concurrent_trials: int | None = None
     """Upper bound on trials running at once; None: as many as the CPUs allow (one per CPU with multi-rank candidates)."""
+    time_budget_s: float | None = None
+    """Stop starting trials after this many seconds (what finished is reported; resume continues); None: no limit."""
     name: str = "study"
     """Name of the study (the Ray Tune experiment)."""
 
@@ -187,6 +189,8 @@ class Study:
             raise StudyFieldError("flags", f"unknown layout dimensions {unknown}; known: {sorted(DEFAULT_FLAGS)}")
         if self.check is not None and not callable(self.check):
             raise StudyFieldError("check", f"must be a function of the configuration, got {type(self.check).__name__}")
+        if self.time_budget_s is not None and not self.time_budget_s > 0:
+            raise StudyFieldError("time_budget_s", f"time_budget_s={self.time_budget_s} must be > 0")
         if not self.cpus_per_trial > 0:
             raise StudyFieldError("cpus_per_trial", f"cpus_per_trial={self.cpus_per_trial} must be > 0")
         if not isinstance(self.top_k, int) or self.top_k < 1:

@@ -1,0 +1,76 @@
+"""Tuning throughput: configurations evaluated per minute, and the trace cache's hit rate.
+
+Runs a study (by default examples/tune_llama.py, the Llama-70B-class space on up to 1,024 H100s)
+for a fixed time on a local Ray with every CPU of this machine, then prints what it measured:
+trials finished, trials per minute, how many were pruned / emulated / served from the trace cache,
+and the wall time of an emulation. The target (issue 7) is 1,000 configurations of the Llama study
+within 30 minutes on the 2-core machine.
+
+    python benchmarks/tune_throughput.py                                   # 30 minutes, 1,000 trials
+    python benchmarks/tune_throughput.py --minutes 5 --json benchmarks/results/tune_throughput.json
+    python benchmarks/tune_throughput.py --config examples/tune_gpt.py --minutes 10
+"""
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(ROOT / "examples" / "tune_llama.py"), help="study config file")
+    p.add_argument("--minutes", type=float, default=30.0, help="time budget of the study, minutes")
+    p.add_argument("--num-samples", type=int, default=1000, help="trials to ask for (hyperopt, random)")
+    p.add_argument("--out", help="study output directory (default: a new temporary one)")
+    p.add_argument("--json", metavar="PATH", help="write the measured figures here")
+    args = p.parse_args()
+
+    import ray
+
+    from maya.tune import load_study, run_study
+
+    study = load_study(args.config)
+    study = replace(study, time_budget_s=args.minutes * 60,
+                    **({"num_samples": args.num_samples} if study.search != "grid" else {}))
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="maya-tune-bench-"))
+    ray.init(include_dashboard=False, log_to_driver=False)
+    cpus = ray.cluster_resources().get("CPU")
+    started = time.perf_counter()
+    results = run_study(study, out)
+    wall_s = time.perf_counter() - started
+    table = results.table
+    evaluated = table[table["status"] != "pruned"]
+    emulated = table[table["cache"] == "miss"]
+    figures = {
+        "command": "python benchmarks/tune_throughput.py " + " ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None and k not in ("out", "json")),
+        "config": os.path.relpath(args.config, ROOT),
+        "search": study.search,
+        "time_budget_min": args.minutes,
+        "wall_s": round(wall_s, 1),
+        "trials_finished": int(len(table)),
+        "trials_per_minute": round(len(table) / (wall_s / 60), 2),
+        "by_status": results.counts,
+        "pruned": int((table["status"] == "pruned").sum()),
+        "evaluated_not_pruned": int(len(evaluated)),
+        "emulations": int(len(emulated)),
+        "cache_hit_rate": results.cache_hit_rate,
+        "median_emulation_trial_s": float(emulated["evaluate_s"].median()) if len(emulated) else None,
+        "best": results.best_config,
+        "ray_cpus": cpus,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+    }
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
