@@ -7,7 +7,7 @@
 - Object collectives (`all_gather_object`, `broadcast_object_list`, ...) return what a symmetric
   program would see: every rank's object equals this rank's (pickled and unpickled, as NCCL would
   carry it), and a broadcast list keeps this rank's values. Their NCCL calls and the host sync are
-  recorded.
+  recorded, each object's pickle as `OBJECT_BYTES`.
 - DDP's cross-rank parameter-shape check, which reads tensor data, is skipped: every emulated rank
   runs the same program.
 """
@@ -27,6 +27,10 @@ from maya.emulator.process_group import BACKEND_NAME, EmulatedProcessGroup, Emul
 
 _SIZE_BYTES = 8
 """Object collectives first exchange each object's pickled size as one int64."""
+OBJECT_BYTES = 1024
+"""Bytes an object's pickle is recorded with. Its real size depends on data that other ranks never
+see (a broadcast's non-source ranks pass placeholders; all_gather pads to the largest rank's), and
+every rank must record the same call, so each object counts as 1 KiB (a small config or metric)."""
 
 
 def install_distributed(patcher: Patcher) -> None:
@@ -199,7 +203,7 @@ def _record_object_calls(group: EmulatedProcessGroup, calls: list[tuple[str, int
     """The NCCL calls an object collective makes, as (op, message bytes), then its host copy.
 
     The calls follow torch.distributed.distributed_c10d: each object travels as its pickle in a
-    uint8 tensor, preceded by an exchange of the pickles' sizes as int64s.
+    uint8 tensor (`OBJECT_BYTES` here), preceded by an exchange of the pickles' sizes as int64s.
     """
     for op, message_bytes in calls:
         group._issue(op, message_bytes=message_bytes, async_op=False).wait()
@@ -213,7 +217,7 @@ def all_gather_object(object_list, obj, group=None):
         return
     payload = pickle.dumps(obj)
     size = pg.size()
-    _record_object_calls(pg, [("all_gather", _SIZE_BYTES * size), ("all_gather", len(payload) * size)])
+    _record_object_calls(pg, [("all_gather", _SIZE_BYTES * size), ("all_gather", OBJECT_BYTES * size)])
     for i in range(size):
         object_list[i] = pickle.loads(payload)
 
@@ -223,8 +227,8 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     pg = _group(group)
     if pg is None:
         return
-    payload_bytes = sum(len(pickle.dumps(o)) for o in object_list)
-    _record_object_calls(pg, [("broadcast", _SIZE_BYTES * len(object_list)), ("broadcast", payload_bytes)])
+    n = len(object_list)
+    _record_object_calls(pg, [("broadcast", _SIZE_BYTES * n), ("broadcast", OBJECT_BYTES * n)])
 
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
@@ -234,7 +238,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
         return
     payload = pickle.dumps(obj)
     size = pg.size()
-    _record_object_calls(pg, [("all_gather", _SIZE_BYTES * size), ("gather", len(payload) * size)])
+    _record_object_calls(pg, [("all_gather", _SIZE_BYTES * size), ("gather", OBJECT_BYTES * size)])
     if object_gather_list is not None:
         for i in range(size):
             object_gather_list[i] = pickle.loads(payload)
@@ -245,12 +249,9 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     pg = _group(group)
     if pg is None:
         return
-    # Only the source holds the list; a symmetric program's other ranks scatter the same objects.
-    objects = scatter_object_input_list if scatter_object_input_list is not None else scatter_object_output_list
-    largest = max((len(pickle.dumps(o)) for o in objects), default=0)
     size = pg.size()
     _record_object_calls(
-        pg, [("broadcast", _SIZE_BYTES), ("scatter", largest * size), ("scatter", _SIZE_BYTES * size)]
+        pg, [("broadcast", _SIZE_BYTES), ("scatter", OBJECT_BYTES * size), ("scatter", _SIZE_BYTES * size)]
     )
     if scatter_object_input_list is not None:
         scatter_object_output_list[0] = scatter_object_input_list[pg.rank()]

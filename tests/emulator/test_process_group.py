@@ -9,11 +9,11 @@ output, the reduce_scatter input). It has no DeviceMesh, so it is emulated in th
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 
 import pytest
 
+from maya.emulator.distributed import OBJECT_BYTES
 from maya.world.rank_actor import emulate_rank
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.distributed.*` is deprecated:FutureWarning")
@@ -48,7 +48,6 @@ def _group_calls(rows: list[dict]) -> list[dict]:
 
 
 # (op, message_bytes, reduce_op) of collectives.py's group calls, in order, computed from its tensors.
-_PICKLED_RANK = len(pickle.dumps({"rank": 0}))
 EXPECTED_GROUP_CALLS = [
     ("nccl:all_reduce", 256 * F32, "max"),
     ("nccl:reduce", 256 * F32, "sum"),
@@ -63,11 +62,18 @@ EXPECTED_GROUP_CALLS = [
     ("nccl:barrier", 1 * F32, None),  # ProcessGroupNCCL: an all-reduce of one float
     ("nccl:all_reduce", (10 + 20) * F32, "sum"),  # _coalescing_manager: both tensors in one call
     ("nccl:all_reduce", 8 * F32, "sum"),  # functional all_reduce
-    ("nccl:all_gather", 2 * INT64, None),  # all_gather_object: the pickles' sizes
-    ("nccl:all_gather", 2 * _PICKLED_RANK, None),  # ... then the pickles
-    ("nccl:broadcast", 2 * INT64, None),  # broadcast_object_list of 2 objects: their sizes
-    ("nccl:broadcast", len(pickle.dumps(0)) + len(pickle.dumps("a")), None),  # ... then the pickles
+    # Object collectives make c10d's calls: int64 pickle sizes, then the pickles (1 KiB each).
+    ("nccl:all_gather", 2 * INT64, None),  # all_gather_object: every rank's size
+    ("nccl:all_gather", 2 * OBJECT_BYTES, None),  # ... every rank's pickle
+    ("nccl:broadcast", 2 * INT64, None),  # broadcast_object_list of 2 objects
+    ("nccl:broadcast", 2 * OBJECT_BYTES, None),
+    ("nccl:all_gather", 2 * INT64, None),  # gather_object: sizes go to every rank
+    ("nccl:gather", 2 * OBJECT_BYTES, None),  # ... pickles to the destination
+    ("nccl:broadcast", INT64, None),  # scatter_object_list: the largest pickle's size
+    ("nccl:scatter", 2 * OBJECT_BYTES, None),  # ... the pickles
+    ("nccl:scatter", 2 * INT64, None),  # ... and their sizes
 ]
+OBJECT_CALLS = 9
 
 
 @pytest.mark.parametrize("backend", ["nccl", "none", "cuda:nccl,cpu:gloo"])
@@ -93,6 +99,8 @@ def test_roots_are_global_ranks(rank0):
 
 
 def test_both_ranks_record_the_same_group_calls(rank0, rank1):
+    # Even the object collectives, whose objects differ in size across ranks or are placeholders on
+    # the receiving ranks: otherwise the simulator could never match them.
     def key(rows):
         return [(r["op"], r["group_seq"], r["message_bytes"]) for r in _group_calls(rows)]
 
@@ -176,11 +184,12 @@ def test_functional_all_reduce_is_waited_when_read(rank0):
     assert mul["op"] == "aten::mul.Tensor"  # reduced * 2 runs after the wait
 
 
-def test_object_collectives_copy_to_the_host(rank0):
-    object_calls = _group_calls(rank0)[13:]
+def test_object_collectives_wait_and_copy_to_the_host(rank0):
+    object_calls = _group_calls(rank0)[-OBJECT_CALLS:]
     assert all(r["async_op"] is False for r in object_calls)
     host_copies = [r for r in rank0 if r["op"] == "cuda:device_to_host"]
-    assert len(host_copies) == 2  # one per object collective, after its payload
+    assert len(host_copies) == 4  # one per object collective, after its last call
+    assert all(host["seq"] > object_calls[0]["seq"] for host in host_copies)
 
 
 def test_groups_from_new_group_split_group_and_device_mesh(emulate_rank_isolated):

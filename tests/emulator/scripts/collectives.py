@@ -70,11 +70,20 @@ cm.wait()
 reduced = funcol.all_reduce(torch.ones(8, device="cuda"), "sum", dist.group.WORLD)
 doubled = reduced * 2  # reading an AsyncCollectiveTensor waits for it
 
+# Object collectives, used as the torch.distributed docs show: objects of rank-dependent sizes,
+# placeholders on the ranks that receive.
+mine = {"rank": rank, "name": "r" * (rank + 1)}
 objects = [None] * world
-dist.all_gather_object(objects, {"rank": rank})
-assert objects == [{"rank": rank}] * world, objects
-items = [rank, "a"]
+dist.all_gather_object(objects, mine)
+assert objects == [mine] * world, objects
+items = [0, "a"] if rank == 0 else [None, None]
 dist.broadcast_object_list(items, src=0)
-assert items == [rank, "a"], items
+assert len(items) == 2 and (rank != 0 or items == [0, "a"]), items
+gathered_objects = [None] * world if rank == 0 else None
+dist.gather_object(mine, gathered_objects, dst=0)
+assert rank != 0 or gathered_objects == [mine] * world, gathered_objects
+received = [None]
+dist.scatter_object_list(received, [{"shard": r} for r in range(world)] if rank == 0 else None, src=0)
+assert rank != 0 or received == [{"shard": 0}], received
 
 dist.destroy_process_group()
