@@ -13,7 +13,7 @@ import pytest
 import maya
 from maya.cli.main import main
 from maya.trace import read_meta, read_rank_trace
-from maya.world import ActorDiedError
+from maya.world import ActorDiedError, DedupMismatchError
 
 SCRIPTS = Path(__file__).parents[1] / "emulator" / "scripts"
 GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
@@ -53,8 +53,8 @@ def test_tp_pp_dp_mix_at_8_has_one_class_per_pipeline_stage(ray_local, tmp_path)
         {"representative": 0, "ranks": 4, "members": "0-3"},
         {"representative": 4, "ranks": 4, "members": "4-7"},
     ]
-    # Mesh (pp, dp, tp): rank 0, probes 1 (tp), 2 (dp) and 4 (pp), and rank 7 to verify the second class.
-    assert sorted(s.extra["emulation_s"], key=int) == ["0", "1", "2", "4", "7"]
+    # Mesh (pp, dp, tp): rank 0, probes 1 (tp), 2 (dp) and 4 (pp), and each class's highest rank to verify.
+    assert sorted(s.extra["emulation_s"], key=int) == ["0", "1", "2", "3", "4", "7"]
     assert len(s.iterations) == 2 and all(it.time_ms > 0 for it in s.iterations)
     assert read_meta(s.trace_dir)["rank_to_representative"] == {str(r): 0 if r < 4 else 4 for r in range(8)}
     # Stage 0 sends its 2 micro-batches' bf16 activations to stage 1, which receives the same bytes.
@@ -62,6 +62,12 @@ def test_tp_pp_dp_mix_at_8_has_one_class_per_pipeline_stage(ray_local, tmp_path)
     assert [r["message_bytes"] for r in _collectives(s.trace_dir, 0, "send")] == [activation] * 2
     assert [r["message_bytes"] for r in _collectives(s.trace_dir, 4, "recv")] == [activation] * 2
     assert {r["peer"] for r in _collectives(s.trace_dir, 4, "recv")} == {0}
+
+
+def test_verify_dedup_catches_a_rank_that_differs_only_in_two_dimensions_at_once(ray_local, tmp_path):
+    # Probes 1 (tp) and 2 (dp) match rank 0, so all 4 ranks form one class; rank 3 does not match.
+    with pytest.raises(DedupMismatchError, match=r"ranks 0 and 3 were put in one class but record different traces"):
+        maya.emulate(SCRIPTS / "corner_rank.py", nproc_per_node=4, trace_dir=tmp_path / "t", verify_dedup=True)
 
 
 def test_fsdp_world_of_2_without_dedup_emulates_both_ranks(ray_local, tmp_path):
