@@ -59,6 +59,7 @@ EXPECTED_GROUP_CALLS = [
     ("nccl:all_to_all", 2 * 64 * F32, None),  # list form: both input chunks
     ("nccl:all_to_all", 2 * 256 * F32, None),  # all_to_all_single
     ("nccl:all_reduce", 1000 * F32, "sum"),  # async_op=True
+    ("nccl:all_reduce", 500 * F32, "sum"),  # async_op=True, waited under a side stream
     ("nccl:barrier", 1 * F32, None),  # ProcessGroupNCCL: an all-reduce of one float
     ("nccl:all_reduce", (10 + 20) * F32, "sum"),  # _coalescing_manager: both tensors in one call
     ("nccl:all_reduce", 8 * F32, "sum"),  # functional all_reduce
@@ -135,6 +136,15 @@ def test_async_work_wait_makes_the_current_stream_wait_there(rank0):
     assert rank0[waits[0]["seq"] + 1]["op"] == "aten::add_.Tensor"  # y.add_(1) reads the result after the wait
 
 
+def test_work_wait_under_a_side_stream_makes_that_stream_wait(rank0):
+    call = next(r for r in _group_calls(rank0) if r["message_bytes"] == 500 * F32)
+    done = _after(rank0, call, 1)[0]
+    wait = next(r for r in rank0 if r["kind"] == "stream_wait" and r["event_id"] == done["event_id"])
+    mul = rank0[wait["seq"] + 1]
+    assert mul["op"] == "aten::mul_.Tensor" and wait["stream"] == mul["stream"]
+    assert wait["stream"] not in (0, call["stream"])
+
+
 def _p2p(rows: list[dict]) -> list[tuple]:
     return [(r["op"], r["peer"], r["group_seq"], r["message_bytes"]) for r in _collectives(rows) if r["peer"] is not None]
 
@@ -177,7 +187,7 @@ def test_barrier_blocks_the_host(rank0):
 
 
 def test_functional_all_reduce_is_waited_when_read(rank0):
-    call = _group_calls(rank0)[12]
+    call = _group_calls(rank0)[13]
     assert call["message_bytes"] == 8 * F32 and call["async_op"] is True
     done, wait, mul = _after(rank0, call, 3)
     assert (wait["kind"], wait["stream"], wait["event_id"]) == ("stream_wait", 0, done["event_id"])

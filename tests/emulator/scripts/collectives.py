@@ -43,6 +43,14 @@ unrelated = torch.ones(3, device="cuda") * 7
 work.wait()
 y.add_(1)
 
+# Waiting under a side stream makes that stream wait, not the default one.
+side = torch.cuda.Stream()
+z = torch.zeros(500, device="cuda")  # 2000 bytes
+work = dist.all_reduce(z, async_op=True)
+with torch.cuda.stream(side):
+    work.wait()
+    z.mul_(2)
+
 # Point-to-point: 16 bf16 elements = 32 bytes per message.
 h = torch.zeros(16, dtype=torch.bfloat16, device="cuda")
 if rank == 0:
