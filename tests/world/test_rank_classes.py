@@ -22,6 +22,8 @@ from maya.world.rank_classes import (
     trace_fingerprint,
 )
 
+GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
+
 
 def mesh_groups(shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
     """The group table after `init_process_group` and `init_device_mesh("cuda", shape)`, built by hand.
@@ -42,9 +44,6 @@ def mesh_groups(shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
 
 
 PP_DP_TP = mesh_groups((2, 2, 2))  # rank = 4 * pp + 2 * dp + tp
-
-
-GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
 
 
 def test_mesh_groups_helper_matches_the_groups_an_emulated_rank_records(emulate_rank_isolated):
