@@ -113,6 +113,7 @@ def install_distributed(patcher: Patcher) -> None:
     patcher.set(dist, "batch_isend_irecv", batch_isend_irecv)
     _patch_ddp_buckets(patcher)
     _patch_fsdp_units(patcher)
+    _patch_ddp_steps(patcher)
     import torch.nn.parallel.distributed as ddp
 
     patcher.set(ddp, "_verify_param_shape_across_processes", lambda *args, **kwargs: None)
@@ -170,6 +171,23 @@ def _patch_fsdp_units(patcher: Patcher) -> None:
         return original(self, *args, **kwargs)
 
     patcher.set(FSDPParamGroup, "pre_forward", pre_forward)
+
+
+def _patch_ddp_steps(patcher: Patcher) -> None:
+    """A host row (`ddp:step`, `ops` = parameters) at each DDP forward: the C++ reducer's hooks and
+    bucket work in the backward that follows are charged there (ddp_step_us + ddp_param_us each)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    original = DistributedDataParallel.forward
+
+    def forward(self, *args, **kwargs):
+        state = st.active()
+        phase, module = state.nccl.tracker.current()
+        params = sum(1 for p in self.module.parameters() if p.requires_grad)
+        state.add_row(EventKind.HOST, "ddp:step", phase=phase, module=module, attrs={"ops": params})
+        return original(self, *args, **kwargs)
+
+    patcher.set(DistributedDataParallel, "forward", forward)
 
 
 def _check_backend(backend: object) -> None:

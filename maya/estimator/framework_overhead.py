@@ -16,6 +16,8 @@ is the Python around the collectives, not the collectives.
   forward+backward over the same stack without FSDP2 (less the extra GPU ops FSDP2 issues, at
   `aten_op_us` each), for two block kinds (Linear+ReLU: 2 parameters; a small transformer block:
   12); the line through them gives the fixed and per-parameter shares.
+- `ddp_step_us`, `ddp_param_us`: the same for DistributedDataParallel (its reducer's autograd hooks
+  and bucket bookkeeping), per forward+backward, fixed and per parameter.
 
 Run on the GPU machine (torch only):  python -m maya.estimator.framework_overhead --out framework_overhead.json
 """
@@ -111,9 +113,37 @@ def measure_framework_overhead(device: str = "cuda", *, iterations: int = 2000) 
     (pa, ca), (pb, cb) = points
     per_op_us["fsdp_unit_per_param_us"] = (cb - ca) / (pb - pa)
     per_op_us["fsdp_unit_us"] = ca - per_op_us["fsdp_unit_per_param_us"] * pa
+
+    # DDP: the reducer's per-parameter hooks and bucket work, per forward+backward, over the plain stack.
+    ddp_points = []
+    for make, shape in (
+        (lambda: torch.nn.Sequential(torch.nn.Linear(TINY_FEATURES, TINY_FEATURES), torch.nn.ReLU()), (4, TINY_FEATURES)),
+        (_AttentionBlock, (1, 8, TINY_FEATURES)),
+    ):
+        torch.manual_seed(0)
+        base = torch.nn.Sequential(*[make() for _ in range(MODULE_DEPTH)]).to(device)
+        wrapped = torch.nn.parallel.DistributedDataParallel(
+            torch.nn.Sequential(*[make() for _ in range(MODULE_DEPTH)]).to(device)
+        )
+        n_params = sum(1 for _ in wrapped.parameters())
+        inp = torch.randn(*shape, device=device)
+
+        def ddp_step(model) -> Callable[[], None]:
+            def run() -> None:
+                model(inp).sum().backward()
+            return run
+
+        n = max(iterations // MODULE_DEPTH, 20)
+        extra_s = _time_chain(ddp_step(wrapped), n, sync) - _time_chain(ddp_step(base), n, sync)
+        extra_ops = max(_count_ops(ddp_step(wrapped)) - _count_ops(ddp_step(base)), 0)
+        ddp_points.append((n_params, extra_s * 1e6 / n - extra_ops * per_op_us["aten_op_us"]))
+    (pa, ca), (pb, cb) = ddp_points
+    per_op_us["ddp_param_us"] = (cb - ca) / (pb - pa)
+    per_op_us["ddp_step_us"] = ca - per_op_us["ddp_param_us"] * pa
     return {
         "per_op_us": per_op_us,
         "fsdp_points": [{"params_per_unit": p, "unit_us": c} for p, c in points],
+        "ddp_points": [{"params": p, "step_us": c} for p, c in ddp_points],
         "method": __doc__.split("\n\n")[1],
         "gpu_name": torch.cuda.get_device_name(0),
         "torch_version": torch.__version__,

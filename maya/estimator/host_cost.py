@@ -45,10 +45,11 @@ HOST_EVENT_COST = {
     "torch:checkpoint": ("checkpoint_region_us", "checkpoint_per_op_us"),
     "dtensor:op": ("dtensor_op_us", "dtensor_list_entry_us"),
     "fsdp:unit": ("fsdp_unit_us", "fsdp_unit_per_param_us"),
+    "ddp:step": ("ddp_step_us", "ddp_param_us"),
 }
 """Host event op -> (fixed, per-op) host_overhead.json figures it is charged; the per-op figure is
 multiplied by the event's `ops` attribute (checkpoint: the GPU ops its region ran, recomputed in
-backward; DTensor: the DTensors of a foreach list beyond the first; FSDP2: the unit's parameters)."""
+backward; DTensor: the DTensors of a foreach list beyond the first; FSDP2 and DDP: the parameters)."""
 
 
 def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:

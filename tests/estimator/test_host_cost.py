@@ -47,3 +47,10 @@ def test_dtensor_and_fsdp_host_rows_pay_the_framework_figures():
     assert host[1] == pytest.approx(c["dtensor_op_us"] + 23 * c["dtensor_list_entry_us"])
     assert host[2] == pytest.approx(c["fsdp_unit_us"] + 12 * c["fsdp_unit_per_param_us"])
     assert c["fsdp_unit_us"] > 100 and c["dtensor_op_us"] > 1  # measured, not placeholders
+
+
+def test_ddp_host_rows_pay_fixed_plus_per_parameter():
+    c = host_overhead("h200")
+    rows = pd.DataFrame({"kind": ["host"], "phase": ["forward"], "op": ["ddp:step"], "input_shapes": [[]],
+                         "attrs": [json.dumps({"ops": 148})]})
+    assert host_costs_us(rows)[0] == pytest.approx(c["ddp_step_us"] + 148 * c["ddp_param_us"])
