@@ -41,15 +41,22 @@ def fit(op: str, sizes: np.ndarray, times_us: np.ndarray, n: int, nvlink: float)
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--measured", type=Path, required=True)
+    p.add_argument("--measured", type=Path, nargs="+", required=True, help="one nccl_bench.py output per group size")
     p.add_argument("--gpu", default="h200")
     p.add_argument("--write", action="store_true", help="write maya/estimator/data/<gpu>/nccl_fits.json")
     p.add_argument("--out", type=Path, help="write the Markdown report here")
     args = p.parse_args()
-    data = json.loads(args.measured.read_text())
     nvlink = load_gpu(args.gpu).nvlink_bandwidth_bytes_per_s
+    fits, lines, in_sample, held_out, sources = [], [], [], [], []
+    for measured in args.measured:
+        data = json.loads(measured.read_text())
+        sources.append(data)
+        _fit_file(data, nvlink, fits, lines, in_sample, held_out)
+    _report_and_write(args, sources, fits, lines, in_sample, held_out)
+
+
+def _fit_file(data: dict, nvlink: float, fits: list, lines: list, in_sample: list, held_out: list) -> None:
     n = int(data["gpus"])
-    fits, lines, in_sample, held_out = [], [], [], []
     for bench_op, op in OPS.items():
         rows = sorted((r for r in data["rows"] if r["op"] == bench_op and r["size_bytes"] >= MIN_BYTES and r.get("graph_us")),
                       key=lambda r: r["size_bytes"])
@@ -67,15 +74,21 @@ def main() -> None:
             e, e_loo = predicted / times[i] - 1, predicted_loo / times[i] - 1
             in_sample.append(abs(e))
             held_out.append(abs(e_loo))
-            lines.append(f"| {bench_op} | {int(sizes[i]) >> 20} MiB | {times[i]:.1f} | {predicted:.1f} | {e:+.1%} | {e_loo:+.1%} |")
+            lines.append(f"| {n} | {bench_op} | {int(sizes[i]) >> 20} MiB | {times[i]:.1f} | {predicted:.1f} | {e:+.1%} | {e_loo:+.1%} |")
+
+
+def _report_and_write(args, sources: list[dict], fits: list, lines: list, in_sample: list, held_out: list) -> None:
+    files = " ".join(str(m) for m in args.measured)
     report = [
-        f"# NCCL model against {n} x {data['gpu']} (NCCL {data.get('nccl')}, torch {data['torch']})",
+        f"# NCCL model against {', '.join(str(d['gpus']) for d in sources)} x {sources[0]['gpu']} "
+        f"(NCCL {sources[0].get('nccl')}, torch {sources[0]['torch']})",
         "",
-        f"Measured with `{data['command']}` (`--graph`: GPU time per call, from a CUDA graph) on {data['date']}.",
-        f"Fitted and reported by `python benchmarks/collective_model.py --measured {args.measured} --gpu {args.gpu} --write`.",
+        *[f"- {d['gpus']} GPUs: measured with `{d['command']}` (`--graph`: GPU time per call, from a CUDA graph) on {d['date']}."
+          for d in sources],
+        f"- Fitted and reported by `python benchmarks/collective_model.py --measured {files} --gpu {args.gpu} --write`.",
         "",
-        "| op | size | measured us | model us | error | error, size left out of the fit |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| GPUs | op | size | measured us | model us | error | error, size left out of the fit |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
         *lines,
         "",
         f"Sizes >= 1 MiB: median |error| {statistics.median(in_sample):.1%} (max {max(in_sample):.1%}); "
@@ -87,8 +100,9 @@ def main() -> None:
     if args.write:
         path = Path(__file__).resolve().parents[1] / "maya" / "estimator" / "data" / args.gpu / "nccl_fits.json"
         path.write_text(json.dumps({
-            "source": str(args.measured), "command": f"python benchmarks/collective_model.py --measured {args.measured} --gpu {args.gpu} --write",
-            "measured_on": f"{n} x {data['gpu']}, NCCL {data.get('nccl')}, {data['date']}",
+            "source": [str(m) for m in args.measured],
+            "command": f"python benchmarks/collective_model.py --measured {files} --gpu {args.gpu} --write",
+            "measured_on": [f"{d['gpus']} x {d['gpu']}, NCCL {d.get('nccl')}, {d['date']}" for d in sources],
             "fits": [{"op": f.op, "latency_us": round(f.latency_us, 3), "efficiency": round(f.efficiency, 4),
                       "log_slope": round(f.log_slope, 4), "ranks": f.ranks} for f in fits],
         }, indent=2) + "\n")

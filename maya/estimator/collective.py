@@ -146,7 +146,7 @@ class NvlinkFit:
     log_slope: float
     """Relative slow-down per e-fold below 1 GiB (negative: smaller messages are slower per byte)."""
     ranks: int
-    """Group size the fit was measured at (other sizes inside the domain reuse it)."""
+    """Group size the fit was measured at; other group sizes inside the domain use the nearest one."""
 
 
 _FIT_MIN_BYTES, _FIT_MAX_BYTES = 1 << 20, 1 << 30
@@ -311,9 +311,9 @@ def collective_cost(
             raise ValueError(f"{op.value}: group_ranks={list(group_ranks)} must be (src, dst)")
     elif len(group_ranks) == 1:
         return Algorithm.RING, 0.0
-    fit = _fit_for(op, params)
+    n = 2 if op in P2P_OPS else len(group_ranks)
+    fit = _fit_for(op, params, n)
     if fit is not None and len({cluster.nvlink_domain_of(r) for r in group_ranks}) == 1:
-        n = 2 if op in P2P_OPS else len(group_ranks)
         algorithm = Algorithm.DIRECT if op in P2P_OPS or op is CollectiveOp.ALL_TO_ALL else Algorithm.RING
         return algorithm, nvlink_fit_duration_us(fit, op, message_bytes, n, cluster.nvlink_bandwidth_bytes_per_s)
     if op in P2P_OPS:
@@ -329,13 +329,12 @@ def collective_cost(
     return Algorithm.RING, ring_us
 
 
-def _fit_for(op: CollectiveOp, params: CollectiveModelParams) -> NvlinkFit | None:
+def _fit_for(op: CollectiveOp, params: CollectiveModelParams, n: int) -> NvlinkFit | None:
+    """The op's fit measured at the group size nearest to `n` (the larger on a tie)."""
     # send and recv are one measurement (a matched pair); barrier is a tiny all_reduce.
     key = {CollectiveOp.RECV: "send", CollectiveOp.BARRIER: "all_reduce", CollectiveOp.REDUCE: "broadcast"}.get(op, op.value)
-    for fit in params.nvlink_fits:
-        if fit.op == key:
-            return fit
-    return None
+    fits = [f for f in params.nvlink_fits if f.op == key]
+    return min(fits, key=lambda f: (abs(f.ranks - n), -f.ranks)) if fits else None
 
 
 def calibrated_params(gpu: str) -> CollectiveModelParams:
