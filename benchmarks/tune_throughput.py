@@ -49,8 +49,8 @@ def main() -> None:
     evaluated = table[table["status"] != "pruned"]
     emulated = table[table["cache"] == "miss"]
     figures = {
-        "command": "python benchmarks/tune_throughput.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None and k not in ("out", "json")),
+        "command": f"python benchmarks/tune_throughput.py --config {os.path.relpath(args.config, ROOT)} "
+                   f"--minutes {args.minutes} --num-samples {args.num_samples}",
         "config": os.path.relpath(args.config, ROOT),
         "search": study.search,
         "time_budget_min": args.minutes,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import statistics
 import time
 import traceback
@@ -133,17 +134,38 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
 
 def _script_end(summary, candidate: Candidate) -> dict:
     """The cluster-independent record of a run that did not finish: out of memory or failed."""
-    last_line = (summary.error or "").strip().splitlines()[-1:] or [f"exit status {summary.exit_code}"]
     if summary.oom:
-        reason = f"out of memory on {candidate.cluster.gpu}: {last_line[0]}"
+        reason = f"out of memory on {candidate.cluster.gpu}: {error_summary(summary.error, 'OutOfMemoryError')}"
         status = TrialStatus.INFEASIBLE
     else:
-        reason = f"the script failed: {last_line[0]}"
+        reason = f"the script failed: {error_summary(summary.error) or f'exit status {summary.exit_code}'}"
         status = TrialStatus.FAILED
     return {
         "status": status.value, "reason": reason, "error": summary.error,
         "peak_allocated_bytes": summary.peak_allocated_bytes, "peak_reserved_bytes": summary.peak_reserved_bytes,
     }
+
+
+_EXCEPTION_LINE = re.compile(r"^(?:\[rank \d+\] )?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)):(.*)$")
+
+
+def error_summary(traceback_text: str | None, prefer: str | None = None) -> str:
+    """One line for a traceback: its last `SomeError: message` line (the last `prefer` one if any).
+
+    An exception whose message starts on the next lines (torch.distributed.pipelining wraps errors
+    so) gets those lines joined on.
+    """
+    lines = (traceback_text or "").splitlines()
+    found = [(i, m) for i, m in ((i, _EXCEPTION_LINE.match(line)) for i, line in enumerate(lines)) if m]
+    if prefer is not None and any(prefer in m.group(1) for _, m in found):
+        found = [(i, m) for i, m in found if prefer in m.group(1)]
+    if not found:
+        return next((line.strip() for line in reversed(lines) if line.strip()), "")
+    i, match = found[-1]
+    message = match.group(2).strip()
+    if not message:
+        message = " ".join(line.strip() for line in lines[i + 1:i + 4] if line.strip())
+    return f"{match.group(1)}: {message}"
 
 
 def steady_step_ms(iteration_ms: list[float]) -> float | None:

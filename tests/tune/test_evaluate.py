@@ -87,3 +87,18 @@ def test_a_second_trial_with_the_same_key_waits_and_hits(study, tmp_path):
             "top_ops": [], "timeline": None, "iteration_ms": [6.0, 5.0], "trace_dir": None}, {})
     waiter.join(timeout=60)
     assert results[0].cache is CacheUse.HIT and results[0].step_time_ms == 5.0
+
+
+def test_error_summary_finds_the_exception_line():
+    from maya.tune.evaluate import error_summary
+
+    wrapped = (
+        "[rank 0] Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+        "torch.OutOfMemoryError: CUDA out of memory (emulated by Maya). Tried to allocate 1.00 GiB.\n\n"
+        "The above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):\n"
+        "RuntimeError: \n            [Stage 0] failed to run forward:\n            kwargs: {}\n"
+    )
+    assert error_summary(wrapped, "OutOfMemoryError").startswith("torch.OutOfMemoryError: CUDA out of memory")
+    assert error_summary(wrapped) == "RuntimeError: [Stage 0] failed to run forward: kwargs: {}"
+    assert error_summary("exit without an exception line\n") == "exit without an exception line"
+    assert error_summary(None) == ""
