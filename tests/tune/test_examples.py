@@ -9,7 +9,7 @@ from maya.tune.study import ClusterCandidate
 
 from conftest import ROOT
 
-TINY_GPT = ("--steps", "2", "--seq", "64", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512")
+TINY_GPT = ("--steps", "1", "--seq", "64", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512")
 
 
 def test_tune_gpt_tiny(ray_local, tmp_path):
