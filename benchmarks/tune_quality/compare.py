@@ -37,10 +37,24 @@ def run_maya(out_csv: Path) -> pd.DataFrame:
 
 
 def measured_table(path: Path) -> tuple[pd.DataFrame, dict]:
+    """One row per measured configuration, from either measurement script's JSON.
+
+    measure_h200.py writes `configs` (step time between optimizer-step ends, bytes) and an
+    `environment`; benchmarks/gpu/measure_train_gpt.py writes `configurations` (train_gpt.py's own
+    per-step CUDA-event times, MiB) with the environment at the top level.
+    """
     report = json.loads(path.read_text())
-    rows = [{**{k: c[k] for k in KEYS}, "measured_ok": c.get("ok", False), "measured_oom": c.get("oom", False),
-             "measured_step_ms": c.get("median_step_ms"), "measured_allocated_bytes": c.get("max_memory_allocated")}
-            for c in report["configs"]]
+    if "configurations" in report:
+        rows = [{**{k: c[k] for k in KEYS}, "measured_ok": c.get("status") == "ok", "measured_oom": c.get("status") == "oom",
+                 "measured_step_ms": c.get("median_step_ms"),
+                 "measured_allocated_bytes": c["peak_allocated_mib"] * 2**20 if c.get("peak_allocated_mib") else None}
+                for c in report["configurations"]]
+        report = {**report, "environment": {k: report.get(k) for k in ("gpu", "torch", "cuda")},
+                  "steps": None, "warmup": None}
+    else:
+        rows = [{**{k: c[k] for k in KEYS}, "measured_ok": c.get("ok", False), "measured_oom": c.get("oom", False),
+                 "measured_step_ms": c.get("median_step_ms"), "measured_allocated_bytes": c.get("max_memory_allocated")}
+                for c in report["configs"]]
     return pd.DataFrame(rows), report
 
 
@@ -58,9 +72,9 @@ def compare(predicted: pd.DataFrame, measured: pd.DataFrame) -> tuple[pd.DataFra
     best = table[table["measured_ok"]].sort_values("measured_step_ms").iloc[0]
     gap = pick["measured_step_ms"] / best["measured_step_ms"] - 1 if pick["measured_ok"] else float("inf")
     summary = {
-        "maya_pick": {k: pick[k] for k in KEYS},
+        "maya_pick": {k: _plain(pick[k]) for k in KEYS},
         "maya_pick_measured_step_ms": pick["measured_step_ms"],
-        "measured_best": {k: best[k] for k in KEYS},
+        "measured_best": {k: _plain(best[k]) for k in KEYS},
         "measured_best_step_ms": best["measured_step_ms"],
         "gap": gap,
         "within_tolerance": bool(gap <= TOLERANCE),
@@ -72,14 +86,20 @@ def compare(predicted: pd.DataFrame, measured: pd.DataFrame) -> tuple[pd.DataFra
     return table.sort_values("measured_step_ms"), summary
 
 
+def _plain(value):
+    """A numpy scalar as the Python value it holds."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def markdown(table: pd.DataFrame, summary: dict, report: dict) -> str:
     env = report["environment"]
+    versions = ", ".join(f"{k} {env[k]}" for k in ("driver", "torch", "cuda", "cudnn") if env.get(k))
     lines = [
         "# Maya's ranking of the single-GPU study against an H200",
         "",
         f"Study: examples/tune_gpt.py (GPT-2 small, global batch {report['global_batch']} x 1,024 tokens). "
-        f"Measured by `{report['command']}` on {env['gpu']} (driver {env['driver']}, torch {env['torch']}, "
-        f"CUDA {env['cuda']}, cuDNN {env['cudnn']}), {report['date']}; compared by "
+        f"Measured by `{report['command']}` on {env['gpu']} ({versions}), {report['date']}. Predicted by "
+        "`maya tune examples/tune_gpt.py` (maya_predictions.csv). Compared by "
         "`python benchmarks/tune_quality/compare.py --write`.",
         "",
         f"- Maya's pick: {summary['maya_pick']}, measured {summary['maya_pick_measured_step_ms']:.1f} ms",
@@ -103,7 +123,8 @@ def markdown(table: pd.DataFrame, summary: dict, report: dict) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--measured", default=str(HERE / "measured_h200.json"), help="measure_h200.py's output")
+    p.add_argument("--measured", default=str(HERE / "measured_h200.json"),
+                   help="measure_h200.py's or benchmarks/gpu/measure_train_gpt.py's output")
     p.add_argument("--predictions", default=str(HERE / "maya_predictions.csv"), help="Maya's predictions (CSV)")
     p.add_argument("--run-maya", action="store_true", help="run the study with Maya first and save --predictions")
     p.add_argument("--write", action="store_true", help="write results_h200.md beside this script")

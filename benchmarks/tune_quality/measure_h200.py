@@ -13,9 +13,10 @@ and the torch / CUDA / cuDNN versions. A configuration that runs out of memory i
 Needs only torch (no ray, catboost or hyperopt). From the repository root on the GPU machine
 (about 3 minutes on an H200):
 
-    python benchmarks/tune_quality/measure_h200.py --out benchmarks/tune_quality/measured_h200.json
+    python benchmarks/tune_quality/measure_h200.py --out benchmarks/tune_quality/measured_h200_step_hooks.json
 
-Then, on any machine with Maya installed: python benchmarks/tune_quality/compare.py
+Then, on any machine with Maya installed:
+python benchmarks/tune_quality/compare.py --measured benchmarks/tune_quality/measured_h200_step_hooks.json
 """
 
 import argparse
@@ -34,7 +35,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "examples" / "train_gpt.py"
-DEFAULT_OUT = Path(__file__).resolve().parent / "measured_h200.json"
+# measured_h200.json holds the same study measured by benchmarks/gpu/measure_train_gpt.py (train_gpt.py's
+# own per-step CUDA events); this script's step boundaries are the optimizer steps, as Maya's are.
+DEFAULT_OUT = Path(__file__).resolve().parent / "measured_h200_step_hooks.json"
 RESULT_PREFIX = "MAYA_MEASURE "
 
 # examples/tune_gpt.py: fixed flags, global batch, and the searched values (tests check they agree).

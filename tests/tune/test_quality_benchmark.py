@@ -52,3 +52,13 @@ def test_gap_of_mayas_pick_to_the_measured_best(pick_measured_ms, gap, met):
     assert summary["maya_pick"]["micro_batch"] == 64 and summary["measured_best"]["micro_batch"] == 32
     assert summary["gap"] == pytest.approx(gap) and summary["within_tolerance"] is met
     assert summary["spearman"] == pytest.approx(0.5)  # ranks (1, 2, 3) against (2, 1, 3)
+
+
+def test_recorded_h200_measurement_meets_the_bar():
+    # The committed predictions (maya tune examples/tune_gpt.py) against the committed H200 measurement.
+    compare = _module("compare")
+    measured, _ = compare.measured_table(QUALITY / "measured_h200.json")
+    _, summary = compare.compare(pd.read_csv(QUALITY / "maya_predictions.csv"), measured)
+    assert summary["within_tolerance"] and summary["gap"] <= compare.TOLERANCE
+    assert summary["spearman"] > 0.9 and summary["feasibility_agrees"]
+    assert summary["median_abs_memory_error"] < 0.01
