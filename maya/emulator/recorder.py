@@ -155,16 +155,16 @@ class Recorder(TorchDispatchMode):
                 kwargs = {**kwargs, "pin_memory": False}
         if self.paused:
             return func(*args, **kwargs)
-        if func is aten._local_scalar_dense.default:
-            return self._item(args[0])
         if name in PIN_OPS:
             _remember(self._pinned, args[0])
             return args[0]
         if func is aten.is_pinned.default:
             return self._is_pinned(args[0])
-        if runs_on_host(func, args, kwargs):
+        if runs_on_host(func, args, kwargs):  # real small CPU tensors: item() included
             with unset_fake_temporarily():
                 return func(*args, **kwargs)
+        if func is aten._local_scalar_dense.default:
+            return self._item(args[0])
         try:
             out = func(*args, **kwargs)
         except DynamicOutputShapeException:
