@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("config", help="the study's config file (Python)")
     p.add_argument("--out", metavar="DIR", help="output directory; default maya_out/tune-<config name>")
-    p.add_argument("--resume", action="store_true", help="continue the interrupted study in --out")
+    p.add_argument("--resume", action="store_true", help="continue the interrupted study in --out (with the search settings it started with)")
     p.add_argument("--address", help="Ray cluster address; default: RAY_ADDRESS, the running cluster, or a new local one")
     p.add_argument("--search", choices=["hyperopt", "random", "grid"], help="override the config's search algorithm")
     p.add_argument("--num-samples", type=int, help="override the config's trial count (hyperopt, random)")

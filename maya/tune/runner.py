@@ -42,7 +42,8 @@ def run_study(
     Args:
         study: the study (checked with `preflight` before Ray starts).
         out_dir: where the results, the Tune experiment and (by default) the trace cache go.
-        resume: continue the interrupted study in `out_dir` instead of starting one.
+        resume: continue the interrupted study in `out_dir` instead of starting one. Ray Tune
+            restores its search settings and its progress sink as they were first given.
         address: Ray cluster to use; None: the running one (`RAY_ADDRESS`, `ray start`), else a new
             local one. An already initialised Ray is used as it is.
         progress: called with one line per finished trial (picklable: a module-level function);
