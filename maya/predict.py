@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from maya.estimator.collective import calibrated_params
+from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_params
 from maya.estimator.estimate import estimate_trace, source_shares
 from maya.estimator.host_cost import host_costs_us
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
@@ -96,7 +96,8 @@ def predict(
         trace_dir: writes the timeline to `trace_dir/timeline.json` (unless `timeline_path` is given).
         timeline_path: where to write the Chrome/Perfetto timeline; no timeline without either.
         params: host, overlap and NCCL calibration of the simulation; default: the NCCL fits shipped
-            for `gpu` (maya/estimator/data/<gpu>/nccl_fits.json), datasheet values otherwise.
+            for `gpu` (maya/estimator/data/<gpu>/nccl_fits.json) and the measured compute slow-down beside them;
+            datasheet values and no slow-down otherwise.
 
     Raises:
         ValueError: `cluster`'s GPU is not `gpu`, the job does not fit the cluster, or the ranks are
@@ -113,7 +114,7 @@ def predict(
         df["host_us"] = host_costs_us(df, gpu)
         estimated[rank] = df
     if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
-        params = SimulationParams(collective=calibrated_params(gpu))
+        params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu))
     result = simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
     if timeline_path is None and trace_dir is not None:
         timeline_path = Path(trace_dir) / "timeline.json"

@@ -349,6 +349,17 @@ def calibrated_params(gpu: str) -> CollectiveModelParams:
     return CollectiveModelParams(nvlink_fits=tuple(NvlinkFit(**f) for f in raw["fits"]))
 
 
+def calibrated_overlap_slowdown(gpu: str) -> float:
+    """How much slower a kernel runs beside an NCCL kernel on `gpu`, measured (benchmarks/overlap_report.py); 1.0 if never measured."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / gpu / "nccl_fits.json"
+    if not path.exists():
+        return 1.0
+    return float(json.loads(path.read_text()).get("overlap_slowdown", 1.0))
+
+
 def collective_duration_us(
     op: CollectiveOp | str,
     message_bytes: int,
