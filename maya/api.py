@@ -64,7 +64,9 @@ def emulate(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
-    outcome = run_script(script, list(args), config)
+    from maya.event_timing import EventTimer
+
+    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(spec.key))
     state = outcome.state
     table = rows_to_table(state.rows)
     write_rank_trace(trace_dir, config.rank, table)

@@ -48,8 +48,10 @@ def torchrun_env(config: RankConfig) -> dict[str, str]:
     }
 
 
-def run_script(script: str | os.PathLike, args: list[str], config: RankConfig) -> RunOutcome:
+def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, elapsed_time_ms=None) -> RunOutcome:
     """Run `script args...` as `__main__` on the emulated GPU of `config`.
+
+    `elapsed_time_ms`, if given, answers the script's `Event.elapsed_time` (see maya.event_timing).
 
     Raises:
         FileNotFoundError: the script does not exist.
@@ -63,7 +65,7 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig) -
     sys.argv = [str(path), *args]
     sys.path.insert(0, str(path.resolve().parent))
     exit_code, error, oom = 0, None, False
-    session = EmulationSession(config)
+    session = EmulationSession(config, elapsed_time_ms)
     try:
         with session as state:
             try:

@@ -40,13 +40,15 @@ install_backend()
 class EmulationSession:
     """Context manager: inside it, torch.cuda is the emulated GPU of `config`."""
 
-    def __init__(self, config: RankConfig) -> None:
+    def __init__(self, config: RankConfig, elapsed_time_ms=None) -> None:
         self.config = config
+        self.elapsed_time_ms = elapsed_time_ms
         self.state: EmulationState | None = None
 
     def __enter__(self) -> EmulationState:
         install_backend()
         self.state = state = EmulationState(self.config)
+        state.elapsed_time_ms = self.elapsed_time_ms
         st.push(state)
         self._patcher = patcher = Patcher()
         set_user_device_index(self.config.local_rank)

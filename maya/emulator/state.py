@@ -80,6 +80,9 @@ class EmulationState:
     dispatched_ops: int = 0
     nccl: object = None
     """The rank's `NcclRuntime` (streams, sequence numbers, pending calls), set by the session."""
+    elapsed_time_ms: object = None
+    """Callable(rows, first_row, last_row, stream) -> predicted ms between two event records, set by
+    the caller (maya.event_timing); None: `Event.elapsed_time` answers 0.0."""
     groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     """Every process group the script created, member or not: (group name, global ranks)."""
     """aten ops that reached the recorder (views and CPU ops included): the emulation-speed unit."""

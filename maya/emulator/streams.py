@@ -1,8 +1,8 @@
 """Emulated `torch.cuda.Stream` and `torch.cuda.Event`: they record ordering, not time.
 
 Each call that orders GPU work (record, wait, synchronize) becomes a trace row; the simulator
-gives them their meaning. `Event.elapsed_time` returns 0.0 during emulation (there is no clock yet);
-Maya's summary reports the predicted times.
+gives them their meaning. `Event.elapsed_time` returns the time Maya predicts between the two records
+when the caller installed a predictor (`maya.event_timing`, as `maya emulate` does), else 0.0.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ class EmulatedEvent:
     def record(self, stream: EmulatedStream | None = None) -> None:
         s = st.active()
         stream_id = s.current_stream if stream is None else stream.stream_id
+        self.row = len(s.rows)
+        self.stream_id = stream_id
         s.add_row(EventKind.EVENT_RECORD, "cuda:event_record", stream=stream_id, event_id=self.event_id)
         self.recorded = True
 
@@ -105,7 +107,10 @@ class EmulatedEvent:
     def elapsed_time(self, end_event: EmulatedEvent) -> float:
         if not (self.recorded and end_event.recorded):
             raise RuntimeError("elapsed_time: both events must have been recorded (emulated CUDA)")
-        return 0.0
+        s = st.active()
+        if s.elapsed_time_ms is None or end_event.row <= self.row:
+            return 0.0
+        return float(s.elapsed_time_ms(s.rows, self.row, end_event.row, self.stream_id))
 
     def __repr__(self) -> str:
         return f"<torch.cuda.Event {self.event_id} (emulated)>"

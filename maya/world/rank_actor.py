@@ -43,7 +43,9 @@ def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: 
         gpu=load_gpu(gpu), rank=rank, world_size=world_size, local_rank=rank % local_world_size,
         local_world_size=local_world_size,
     )
-    outcome = run_script(script, list(args), config)
+    from maya.event_timing import EventTimer
+
+    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(gpu))
     state = outcome.state
     return RankResult(
         rank=rank,
