@@ -113,3 +113,18 @@ def test_a_world_the_mesh_cannot_divide_fails_with_the_scripts_own_error(ray_loc
     assert s.exit_code == 1
     assert s.error.startswith("[rank 0] Traceback")
     assert "ValueError: world_size=6 is not divisible by tp=4 * pp=1" in s.error
+
+
+def test_tp_pp_dp_mix_at_64_emulates_a_handful_of_ranks(ray_local, tmp_path):
+    # Mesh (pp 2, dp 16, tp 2): classes are the 2 pipeline stages; rank 0, probes 1 (tp), 30 (dp) and
+    # 32 (pp, also stage 1's representative) are all that run.
+    args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2"]
+    s = maya.emulate(GPT, args, nnodes=8, nproc_per_node=8, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    assert s.world_size == 64 and s.emulated_ranks == [0, 32]
+    assert [c["ranks"] for c in s.extra["rank_classes"]] == [32, 32]
+    assert sorted(s.extra["emulation_s"], key=int) == ["0", "1", "30", "32"]
+    assert len(s.iterations) == 2 and all(it.time_ms > 0 for it in s.iterations)
+    # Each data-parallel group of stage 0 holds 16 ranks: FSDP2 reduce-scatters over 16 ranks.
+    scatters = _collectives(s.trace_dir, 0, "reduce_scatter")
+    assert scatters and all(len(r["group_ranks"]) == 16 for r in scatters)
