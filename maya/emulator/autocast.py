@@ -92,6 +92,8 @@ class _Region:
     enabled: bool
     dtype: torch.dtype
     cache_enabled: bool
+    pushed: bool = False
+    """Whether entering this region pushed the mode on this thread's torch-function mode stack."""
 
 
 class AutocastState:
@@ -112,14 +114,18 @@ class AutocastState:
         return self.regions[-1].dtype if self.regions else torch.float16
 
     def enter(self, region: _Region) -> None:
-        self.regions.append(region)
-        if len(self.regions) == 1:
+        # Mode stacks are per thread: a region entered on the autograd engine's worker thread (a
+        # checkpoint recomputing its forward in backward) pushes the mode there too.
+        if self.mode not in torch.overrides._get_current_function_mode_stack():
             self.mode.__enter__()
+            region.pushed = True
+        self.regions.append(region)
 
     def exit(self) -> None:
-        self.regions.pop()
-        if not self.regions:
+        region = self.regions.pop()
+        if region.pushed:
             self.mode.__exit__(None, None, None)
+        if not self.regions:
             self.cache.clear()
 
     def cast(self, t: object, dtype: torch.dtype) -> object:
