@@ -147,3 +147,15 @@ def test_shipped_h200_nccl_fits_reproduce_the_two_gpu_measurements():
     # Uncalibrated (datasheet) NVLink is far off the measured 1 GiB all_gather.
     datasheet = collective_duration_us("all_gather", 1 << 30, (0, 1), cluster)
     assert datasheet < 0.8 * next(r["graph_us"] for r in measured["rows"] if r["op"] == "all_gather" and r["size_bytes"] == 1 << 30)
+
+
+def test_overlap_slowdown_is_the_measured_one_for_h200_and_neutral_elsewhere():
+    import json
+    from pathlib import Path
+
+    from maya.estimator.collective import calibrated_overlap_slowdown
+
+    shipped = json.loads((Path(__file__).parents[2] / "maya/estimator/data/h200/nccl_fits.json").read_text())
+    assert calibrated_overlap_slowdown("h200") == shipped["overlap_slowdown"] > 1.0
+    assert "overlap_report.py" in shipped["overlap_source"]
+    assert calibrated_overlap_slowdown("a100") == 1.0  # never measured: no slow-down assumed
