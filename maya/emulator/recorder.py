@@ -33,6 +33,7 @@ from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
 from maya.emulator.host_tensors import runs_on_host
+from maya.emulator.out_of_memory import raise_out_of_memory
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.state import EmulationState
 
@@ -248,7 +249,7 @@ class Recorder(TorchDispatchMode):
         except EmulatedOutOfMemory as e:
             state.oom = True
             state.note_memory()
-            raise torch.OutOfMemoryError(str(e)) from None
+            raise_out_of_memory(state, str(e))
         state.note_memory()
 
     def _free(self, key: int, _ref: object = None) -> None:

@@ -24,6 +24,7 @@ from maya.emulator.distributed import install_distributed
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.nccl import NcclRuntime
+from maya.emulator.out_of_memory import install_deferred_oom
 from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder, pause_during_sharding_propagation
 from maya.emulator.sdpa import install_sdpa
@@ -65,6 +66,7 @@ class EmulationSession:
             state.nccl = NcclRuntime(state, self._tracker)
             install_distributed(patcher)
             install_storage_resize(patcher, state)
+            install_deferred_oom(patcher, state)
             self._hooks = _install_optimizer_hooks(state, self._tracker)
             _patch_checkpoint(patcher, state, self._tracker)
             self._tracker.install()

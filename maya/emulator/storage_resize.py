@@ -14,6 +14,7 @@ import weakref
 import torch
 
 from maya.emulator.allocator import EmulatedOutOfMemory
+from maya.emulator.out_of_memory import raise_out_of_memory
 from maya.emulator.patcher import Patcher
 from maya.emulator.state import EmulationState
 
@@ -41,7 +42,7 @@ def install_storage_resize(patcher: Patcher, state: EmulationState) -> None:
                 except EmulatedOutOfMemory as e:
                     state.oom = True
                     state.note_memory()
-                    raise torch.OutOfMemoryError(str(e)) from None
+                    raise_out_of_memory(state, str(e))
                 state.live_storages[key] = (block, weakref.ref(self, lambda ref, key=key: release(key)))
             state.note_memory()
         return result
