@@ -1,9 +1,9 @@
 """Out of memory in backward: raised where the script called backward, not on the autograd thread.
 
-PyTorch's autograd engine runs a device's backward ops on its own worker thread. An exception that
-unwinds through that thread calls back into Python from a C++ `noexcept` destructor (the device
-guard of a Python-registered backend), and the process aborts. So an emulated OOM on a worker
-thread is deferred: the op goes on without its memory (the run is already lost), the engine finishes,
+PyTorch's autograd engine runs a device's backward ops on its own worker thread. An emulated OOM
+raised there (seen inside a checkpoint's recomputation) aborted the whole process: the C++ stack
+ended in the engine's stream-guard destructor, which is `noexcept` and calls back into the
+Python-registered device guard. So an emulated OOM on a worker thread is deferred: the op goes on without its memory (the run is already lost), the engine finishes,
 and the `torch.autograd.backward` / `torch.autograd.grad` call that started it raises
 `torch.OutOfMemoryError`, where a real CUDA OOM in backward surfaces too.
 """
