@@ -49,7 +49,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as trace_dir:
             summary = maya.emulate(SCRIPT, argv, gpu="h200", nnodes=1, nproc_per_node=gpus, trace_dir=trace_dir)
         if summary.exit_code != 0:
-            rows.append(f"| {config['name']} | emulation failed | | | | |")
+            last = (summary.error or "").strip().splitlines()[-1:] or ["?"]
+            rows.append(f"| {config['name']} | emulation failed: {last[0][:120]} | | | | |")
             continue
         predicted_ms = statistics.median(it.time_ms for it in summary.iterations[1:])
         time_error = predicted_ms / config["median_step_ms"] - 1
@@ -80,8 +81,9 @@ def main() -> None:
         "| --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
-        f"Median |error|: step time {statistics.median(time_errors):.1%} over {len(time_errors)} configurations, "
-        f"peak memory {statistics.median(memory_errors):.1%} over {len(memory_errors)} rank measurements.",
+        (f"Median |error|: step time {statistics.median(time_errors):.1%} over {len(time_errors)} configurations, "
+         f"peak memory {statistics.median(memory_errors):.1%} over {len(memory_errors)} rank measurements."
+         if time_errors else "No configuration could be emulated."),
     ]
     args.out.write_text("\n".join(table) + "\n")
     print("\n".join(table))
