@@ -23,7 +23,7 @@ import torch.distributed.distributed_c10d as c10d
 from maya.emulator import state as st
 from maya.emulator.events import EventKind
 from maya.emulator.patcher import Patcher
-from maya.emulator.process_group import BACKEND_NAME, EmulatedProcessGroup, EmulatedWork, register_backend
+from maya.emulator.process_group import BACKEND_NAME, EmulatedProcessGroup, EmulatedWork, nbytes, register_backend
 
 _SIZE_BYTES = 8
 """Object collectives first exchange each object's pickled size as one int64."""
@@ -281,15 +281,14 @@ COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autogra
 
 def record_functional_collective(func, args: tuple, kwargs: dict, out) -> None:
     """Record one functional collective op (`torch.ops._c10d_functional.*`) that fake mode just ran."""
-    runtime = st.active().nccl
     name = func._schema.name.split("::")[-1]
     if name == "wait_tensor":
-        runtime.wait_for_tensors([args[0]])
+        st.active().nccl.wait_for_tensors([args[0]])
         return
     if name == "_wrap_tensor_autograd":
         return
     bound = _bind(func, args, kwargs)
-    group = c10d._resolve_process_group(bound["group_name"])
+    group: EmulatedProcessGroup = c10d._resolve_process_group(bound["group_name"])
     outputs = list(out) if isinstance(out, (list, tuple)) else [out]
     inputs = bound.get("inputs") or ([bound["input"]] if "input" in bound else [bound.get("tensor")])
     inputs = [t for t in inputs if isinstance(t, torch.Tensor)]
@@ -297,36 +296,22 @@ def record_functional_collective(func, args: tuple, kwargs: dict, out) -> None:
     reduce_op = bound.get("reduce_op")
     peer = root = None
     if base in ("all_reduce", "broadcast"):
-        message = _nbytes(inputs)
+        message = nbytes(inputs)
         if base == "broadcast":
             root = int(bound["src"])
     elif base == "all_gather_into_tensor":
-        base, message = "all_gather", _nbytes(outputs)
+        base, message = "all_gather", nbytes(outputs)
     elif base == "reduce_scatter_tensor":
-        base, message = "reduce_scatter", _nbytes(inputs)
+        base, message = "reduce_scatter", nbytes(inputs)
     elif base in ("all_to_all_single", "shard_dim_alltoall"):
-        base, message = "all_to_all", _nbytes(inputs)
+        base, message = "all_to_all", nbytes(inputs)
     elif base in ("isend", "irecv"):
         peer = int(bound["dst"] if base == "isend" else bound["src"])
-        base, message = ("send" if base == "isend" else "recv"), _nbytes(inputs)
+        base, message = ("send" if base == "isend" else "recv"), nbytes(inputs)
     else:
         raise NotImplementedError(f"functional collective {func} is not emulated")
-    runtime.issue(
-        _call(base, group, message, inputs, outputs, reduce_op, peer, root), async_op=True,
-    )
-
-
-def _call(op, group, message, inputs, outputs, reduce_op, peer, root):
-    from maya.emulator.nccl import CommCall
-
-    return CommCall(
-        op=op, group_name=group.group_name, group_ranks=tuple(dist.get_process_group_ranks(group)),
-        message_bytes=message, inputs=tuple(inputs), outputs=tuple(outputs), reduce_op=reduce_op, peer=peer, root=root,
-    )
-
-
-def _nbytes(tensors) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)
+    group._issue(base, message_bytes=message, inputs=inputs, outputs=outputs, reduce_op=reduce_op, peer=peer,
+                 root=root, async_op=True)
 
 
 def _bind(func, args: tuple, kwargs: dict) -> dict:

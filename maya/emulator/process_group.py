@@ -26,7 +26,8 @@ BACKEND_NAME = "maya"
 """Name the backend is registered under in `torch.distributed.Backend`."""
 
 
-def _nbytes(tensors) -> int:
+def nbytes(tensors) -> int:
+    """Total bytes of a list of tensors."""
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
@@ -138,26 +139,26 @@ class EmulatedProcessGroup(dist.ProcessGroup):
 
     def allreduce(self, tensors, opts=None):
         reduce_op = _reduce_name(opts.reduceOp) if opts is not None else "sum"
-        return self._issue("all_reduce", message_bytes=_nbytes(tensors), inputs=tensors, outputs=tensors, reduce_op=reduce_op, async_op=_async(opts))
+        return self._issue("all_reduce", message_bytes=nbytes(tensors), inputs=tensors, outputs=tensors, reduce_op=reduce_op, async_op=_async(opts))
 
     def allreduce_coalesced(self, tensors, opts=None):
         return self.allreduce(tensors, opts)
 
     def broadcast(self, tensors, opts=None):
         root = self._global(opts.rootRank if opts is not None else 0)
-        return self._issue("broadcast", message_bytes=_nbytes(tensors), inputs=tensors, outputs=tensors, root=root, async_op=_async(opts))
+        return self._issue("broadcast", message_bytes=nbytes(tensors), inputs=tensors, outputs=tensors, root=root, async_op=_async(opts))
 
     def reduce(self, tensors, opts=None):
         root = self._global(opts.rootRank if opts is not None else 0)
         reduce_op = _reduce_name(opts.reduceOp) if opts is not None else "sum"
-        return self._issue("reduce", message_bytes=_nbytes(tensors), inputs=tensors, outputs=tensors, reduce_op=reduce_op, root=root, async_op=_async(opts))
+        return self._issue("reduce", message_bytes=nbytes(tensors), inputs=tensors, outputs=tensors, reduce_op=reduce_op, root=root, async_op=_async(opts))
 
     def allgather(self, output_lists, inputs, opts=None):
         outputs = [t for lst in output_lists for t in lst]
-        return self._issue("all_gather", message_bytes=_nbytes(outputs), inputs=inputs, outputs=outputs, result=outputs, async_op=_async(opts))
+        return self._issue("all_gather", message_bytes=nbytes(outputs), inputs=inputs, outputs=outputs, result=outputs, async_op=_async(opts))
 
     def _allgather_base(self, output, input, opts=None):
-        return self._issue("all_gather", message_bytes=_nbytes([output]), inputs=[input], outputs=[output], async_op=_async(opts))
+        return self._issue("all_gather", message_bytes=nbytes([output]), inputs=[input], outputs=[output], async_op=_async(opts))
 
     all_gather_single = _allgather_base
 
@@ -165,49 +166,49 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         return self.allgather(output_lists, inputs, opts)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
-        return self._issue("all_gather", message_bytes=_nbytes(outputs), inputs=inputs, outputs=outputs, async_op=_async(opts))
+        return self._issue("all_gather", message_bytes=nbytes(outputs), inputs=inputs, outputs=outputs, async_op=_async(opts))
 
     all_gather_single_coalesced = allgather_into_tensor_coalesced
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
         inputs = [t for lst in input_lists for t in lst]
         reduce_op = _reduce_name(opts.reduceOp) if opts is not None else "sum"
-        return self._issue("reduce_scatter", message_bytes=_nbytes(inputs), inputs=inputs, outputs=outputs, reduce_op=reduce_op, async_op=_async(opts))
+        return self._issue("reduce_scatter", message_bytes=nbytes(inputs), inputs=inputs, outputs=outputs, reduce_op=reduce_op, async_op=_async(opts))
 
     def _reduce_scatter_base(self, output, input, opts=None):
         reduce_op = _reduce_name(opts.reduceOp) if opts is not None else "sum"
-        return self._issue("reduce_scatter", message_bytes=_nbytes([input]), inputs=[input], outputs=[output], reduce_op=reduce_op, async_op=_async(opts))
+        return self._issue("reduce_scatter", message_bytes=nbytes([input]), inputs=[input], outputs=[output], reduce_op=reduce_op, async_op=_async(opts))
 
     reduce_scatter_single = _reduce_scatter_base
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
         reduce_op = _reduce_name(opts.reduceOp) if opts is not None else "sum"
-        return self._issue("reduce_scatter", message_bytes=_nbytes(inputs), inputs=inputs, outputs=outputs, reduce_op=reduce_op, async_op=_async(opts))
+        return self._issue("reduce_scatter", message_bytes=nbytes(inputs), inputs=inputs, outputs=outputs, reduce_op=reduce_op, async_op=_async(opts))
 
     reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
 
     def alltoall(self, outputs, inputs, opts=None):
-        return self._issue("all_to_all", message_bytes=_nbytes(inputs), inputs=inputs, outputs=outputs, async_op=_async(opts))
+        return self._issue("all_to_all", message_bytes=nbytes(inputs), inputs=inputs, outputs=outputs, async_op=_async(opts))
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        return self._issue("all_to_all", message_bytes=_nbytes([input]), inputs=[input], outputs=[output], async_op=_async(opts))
+        return self._issue("all_to_all", message_bytes=nbytes([input]), inputs=[input], outputs=[output], async_op=_async(opts))
 
     all_to_all_single = alltoall_base
 
     def gather(self, output_lists, inputs, opts=None):
         root = self._global(opts.rootRank if opts is not None else 0)
         outputs = [t for lst in output_lists for t in lst]
-        return self._issue("gather", message_bytes=_nbytes(inputs) * self.size(), inputs=inputs, outputs=outputs, root=root, async_op=_async(opts))
+        return self._issue("gather", message_bytes=nbytes(inputs) * self.size(), inputs=inputs, outputs=outputs, root=root, async_op=_async(opts))
 
     def scatter(self, outputs, input_lists, opts=None):
         root = self._global(opts.rootRank if opts is not None else 0)
-        return self._issue("scatter", message_bytes=_nbytes(outputs) * self.size(), inputs=[t for lst in input_lists for t in lst], outputs=outputs, root=root, async_op=_async(opts))
+        return self._issue("scatter", message_bytes=nbytes(outputs) * self.size(), inputs=[t for lst in input_lists for t in lst], outputs=outputs, root=root, async_op=_async(opts))
 
     def send(self, tensors, dst, tag=0):
-        return self._issue("send", message_bytes=_nbytes(tensors), inputs=tensors, peer=self._global(dst), result=tensors)
+        return self._issue("send", message_bytes=nbytes(tensors), inputs=tensors, peer=self._global(dst), result=tensors)
 
     def recv(self, tensors, src, tag=0):
-        return self._issue("recv", message_bytes=_nbytes(tensors), outputs=tensors, peer=self._global(src))
+        return self._issue("recv", message_bytes=nbytes(tensors), outputs=tensors, peer=self._global(src))
 
     def recv_anysource(self, tensors, tag=0):
         raise NotImplementedError(
