@@ -112,8 +112,7 @@ def install_distributed(patcher: Patcher) -> None:
     patcher.set(c10d, "batch_isend_irecv", batch_isend_irecv)
     patcher.set(dist, "batch_isend_irecv", batch_isend_irecv)
     _patch_ddp_buckets(patcher)
-    _patch_fsdp_units(patcher)
-    _patch_ddp_steps(patcher)
+    _patch_framework_host_rows(patcher)
     import torch.nn.parallel.distributed as ddp
 
     patcher.set(ddp, "_verify_param_shape_across_processes", lambda *args, **kwargs: None)
@@ -156,38 +155,32 @@ def _patch_ddp_buckets(patcher: Patcher) -> None:
     patcher.set(dist.Reducer, "_rebuild_buckets", lambda self: False)
 
 
-def _patch_fsdp_units(patcher: Patcher) -> None:
-    """A host row (`fsdp:unit`, `ops` = the unit's parameters) each time an FSDP2 unit starts its
-    forward: FSDP2's Python hooks for that unit's forward and backward are charged there
-    (framework_overhead.py's fsdp_unit_us + fsdp_unit_per_param_us per parameter)."""
+def _patch_framework_host_rows(patcher: Patcher) -> None:
+    """Host rows for the Python/C++ framework work that no GPU op accounts for, charged by
+    framework_overhead.py's figures (`ops` = the parameters involved):
+    - `fsdp:unit` each time an FSDP2 unit starts its forward (its forward and backward hooks);
+    - `ddp:step` at each DDP forward (the C++ reducer's hooks and bucket work in the backward)."""
     from torch.distributed.fsdp._fully_shard._fsdp_param_group import FSDPParamGroup
-
-    original = FSDPParamGroup.pre_forward
-
-    def pre_forward(self, *args, **kwargs):
-        state = st.active()
-        phase, module = state.nccl.tracker.current()
-        state.add_row(EventKind.HOST, "fsdp:unit", phase=phase, module=module, attrs={"ops": len(self.fsdp_params)})
-        return original(self, *args, **kwargs)
-
-    patcher.set(FSDPParamGroup, "pre_forward", pre_forward)
-
-
-def _patch_ddp_steps(patcher: Patcher) -> None:
-    """A host row (`ddp:step`, `ops` = parameters) at each DDP forward: the C++ reducer's hooks and
-    bucket work in the backward that follows are charged there (ddp_step_us + ddp_param_us each)."""
     from torch.nn.parallel import DistributedDataParallel
 
-    original = DistributedDataParallel.forward
+    _host_row_before(patcher, FSDPParamGroup, "pre_forward", "fsdp:unit", lambda group: len(group.fsdp_params))
+    _host_row_before(
+        patcher, DistributedDataParallel, "forward", "ddp:step",
+        lambda ddp: sum(1 for p in ddp.module.parameters() if p.requires_grad),
+    )
 
-    def forward(self, *args, **kwargs):
+
+def _host_row_before(patcher: Patcher, owner: type, method: str, op: str, count) -> None:
+    """Wrap `owner.method` to add a host row `op` with attrs {"ops": count(self)} before it runs."""
+    original = getattr(owner, method)
+
+    def wrapper(self, *args, **kwargs):
         state = st.active()
         phase, module = state.nccl.tracker.current()
-        params = sum(1 for p in self.module.parameters() if p.requires_grad)
-        state.add_row(EventKind.HOST, "ddp:step", phase=phase, module=module, attrs={"ops": params})
+        state.add_row(EventKind.HOST, op, phase=phase, module=module, attrs={"ops": count(self)})
         return original(self, *args, **kwargs)
 
-    patcher.set(DistributedDataParallel, "forward", forward)
+    patcher.set(owner, method, wrapper)
 
 
 def _check_backend(backend: object) -> None:
