@@ -22,9 +22,12 @@ nccl-tests on the target cluster.
 from __future__ import annotations
 
 import enum
+import functools
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from maya.hardware.cluster import ClusterSpec
 
@@ -337,27 +340,22 @@ def _fit_for(op: CollectiveOp, params: CollectiveModelParams, n: int) -> NvlinkF
     return min(fits, key=lambda f: (abs(f.ranks - n), -f.ranks)) if fits else None
 
 
-def calibrated_params(gpu: str) -> CollectiveModelParams:
-    """The NCCL model calibrated for `gpu` (maya/estimator/data/<gpu>/nccl_fits.json), else datasheet defaults."""
-    import json
-    from pathlib import Path
-
+@functools.cache
+def _nccl_calibration(gpu: str) -> dict:
+    """maya/estimator/data/<gpu>/nccl_fits.json (benchmarks/collective_model.py, overlap_report.py), or {}."""
     path = Path(__file__).parent / "data" / gpu / "nccl_fits.json"
-    if not path.exists():
-        return DEFAULT_PARAMS
-    raw = json.loads(path.read_text())
-    return CollectiveModelParams(nvlink_fits=tuple(NvlinkFit(**f) for f in raw["fits"]))
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def calibrated_params(gpu: str) -> CollectiveModelParams:
+    """The NCCL model calibrated for `gpu`, else datasheet defaults."""
+    fits = _nccl_calibration(gpu).get("fits")
+    return CollectiveModelParams(nvlink_fits=tuple(NvlinkFit(**f) for f in fits)) if fits else DEFAULT_PARAMS
 
 
 def calibrated_overlap_slowdown(gpu: str) -> float:
-    """How much slower a kernel runs beside an NCCL kernel on `gpu`, measured (benchmarks/overlap_report.py); 1.0 if never measured."""
-    import json
-    from pathlib import Path
-
-    path = Path(__file__).parent / "data" / gpu / "nccl_fits.json"
-    if not path.exists():
-        return 1.0
-    return float(json.loads(path.read_text()).get("overlap_slowdown", 1.0))
+    """How much slower a kernel runs beside an NCCL kernel on `gpu`, as measured; 1.0 if never measured."""
+    return float(_nccl_calibration(gpu).get("overlap_slowdown", 1.0))
 
 
 def collective_duration_us(
