@@ -99,7 +99,9 @@ def _report_and_write(args, sources: list[dict], fits: list, lines: list, in_sam
         args.out.write_text("\n".join(report) + "\n")
     if args.write:
         path = Path(__file__).resolve().parents[1] / "maya" / "estimator" / "data" / args.gpu / "nccl_fits.json"
+        kept = json.loads(path.read_text()) if path.exists() else {}  # overlap_report.py writes here too
         path.write_text(json.dumps({
+            **kept,
             "source": [str(m) for m in args.measured],
             "command": f"python benchmarks/collective_model.py --measured {files} --gpu {args.gpu} --write",
             "measured_on": [f"{d['gpus']} x {d['gpu']}, NCCL {d.get('nccl')}, {d['date']}" for d in sources],
