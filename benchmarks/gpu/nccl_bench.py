@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 
 import torch
@@ -159,7 +160,7 @@ def main():
                 "cuda": torch.version.cuda, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                 "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                 "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")},
-                "command": f"torchrun --nproc-per-node {world} benchmarks/gpu/nccl_bench.py --out ...",
+                "command": f"torchrun --nproc-per-node {world} benchmarks/gpu/nccl_bench.py " + " ".join(sys.argv[1:]),
                 "rows": rows,
             }, f, indent=2)
     dist.destroy_process_group()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -158,6 +159,7 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=2000)
     args = p.parse_args()
     result = measure_framework_overhead(iterations=args.iterations)
+    result["command"] = "python -m maya.estimator.framework_overhead " + " ".join(sys.argv[1:])
     print(json.dumps(result["per_op_us"], indent=2))
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)
