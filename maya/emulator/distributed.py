@@ -110,6 +110,9 @@ def install_distributed(patcher: Patcher) -> None:
         return [EmulatedWork(runtime, event, []) for _ in works]
 
     patcher.set(c10d, "batch_isend_irecv", batch_isend_irecv)
+    for name in ("send", "recv"):  # the process group cannot tell dist.send from dist.isend
+        patcher.set(c10d, name, _blocking(getattr(c10d, name)))
+        patcher.set(dist, name, getattr(c10d, name))
     patcher.set(dist, "batch_isend_irecv", batch_isend_irecv)
     _patch_ddp_buckets(patcher)
     _patch_framework_host_rows(patcher)
@@ -153,6 +156,20 @@ def _patch_ddp_buckets(patcher: Patcher) -> None:
         patcher.set(config, "compute_bucket_size_limits", limits)
     patcher.set(dist, "_compute_bucket_assignment_by_size", assign_in_ready_order)
     patcher.set(dist.Reducer, "_rebuild_buckets", lambda self: False)
+
+
+def _blocking(p2p):
+    """`dist.send` / `dist.recv`: their calls are recorded with async_op=False."""
+
+    def call(*args, **kwargs):
+        runtime = st.active().nccl
+        runtime.blocking_p2p += 1
+        try:
+            return p2p(*args, **kwargs)
+        finally:
+            runtime.blocking_p2p -= 1
+
+    return call
 
 
 def _patch_framework_host_rows(patcher: Patcher) -> None:

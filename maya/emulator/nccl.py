@@ -78,6 +78,8 @@ class NcclRuntime:
         """Storage key -> event id of the call that writes it, until a wait covers it."""
         self.batches: dict[str, _Batch] = {}
         """Group name -> the open coalescing batch of that group."""
+        self.blocking_p2p = 0
+        """Above 0 inside `dist.send` / `dist.recv`, whose calls are recorded with async_op=False."""
 
     # -- issuing ---------------------------------------------------------------------------------
 

@@ -205,10 +205,12 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         return self._issue("scatter", message_bytes=nbytes(outputs) * self.size(), inputs=[t for lst in input_lists for t in lst], outputs=outputs, root=root, async_op=_async(opts))
 
     def send(self, tensors, dst, tag=0):
-        return self._issue("send", message_bytes=nbytes(tensors), inputs=tensors, peer=self._global(dst), result=tensors)
+        return self._issue("send", message_bytes=nbytes(tensors), inputs=tensors, peer=self._global(dst), result=tensors,
+                           async_op=not self._runtime.blocking_p2p)
 
     def recv(self, tensors, src, tag=0):
-        return self._issue("recv", message_bytes=nbytes(tensors), outputs=tensors, peer=self._global(src))
+        return self._issue("recv", message_bytes=nbytes(tensors), outputs=tensors, peer=self._global(src),
+                           async_op=not self._runtime.blocking_p2p)
 
     def recv_anysource(self, tensors, tag=0):
         raise NotImplementedError(

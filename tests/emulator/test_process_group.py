@@ -215,3 +215,11 @@ def test_groups_from_new_group_split_group_and_device_mesh(emulate_rank_isolated
     ]
     calls = [(r["group_name"], r["group_ranks"]) for r in result.table.to_pylist() if r["kind"] == "collective"]
     assert calls == [("1", [0, 2]), ("4", [2, 3]), ("8", [2, 3])]
+
+
+def test_blocking_send_recv_are_recorded_as_not_async(rank0):
+    # collectives.py, rank 0: dist.send, dist.isend, dist.recv, dist.irecv (then a batch_isend_irecv).
+    p2p = [r for r in rank0 if r["op"] in ("nccl:send", "nccl:recv")][:4]
+    assert [(r["op"], r["async_op"]) for r in p2p] == [
+        ("nccl:send", False), ("nccl:send", True), ("nccl:recv", False), ("nccl:recv", True),
+    ]
