@@ -140,7 +140,7 @@ def _emulate_world(
         **prediction.summary_extra(),
         "rank_classes": [{"representative": r, "ranks": len(m), "members": _ranges(m)} for r, m in sorted(members.items())],
         "peak_allocated_bytes_per_representative": {
-            str(r): max((s["peak_allocated_bytes"] for s in world.results[r].iterations), default=0) for r in reps
+            str(r): max((s.peak_allocated_bytes for s in world.results[r].iterations), default=0) for r in reps
         },
         "emulation_s": {str(r): round(res.emulation_s, 2) for r, res in sorted(world.results.items())},
     }
@@ -181,22 +181,20 @@ def _ranges(ranks: list[int]) -> str:
 
 def _iterations(stats, table) -> list[IterationSummary]:
     """Per-iteration figures; a trailing iteration that never reached an optimizer step is dropped
-    when at least one complete iteration exists. `stats`: IterationStats, or dicts of their fields."""
+    when at least one complete iteration exists."""
     gpu_work = table.filter(pc.is_in(table["kind"], value_set=pa.array(["kernel", "memcpy"])))
     per_iteration = gpu_work.group_by("iteration").aggregate([("flops", "sum"), ("flops", "count")]).to_pydict()
     counts = dict(zip(per_iteration["iteration"], per_iteration["flops_count"]))
     flops = dict(zip(per_iteration["iteration"], per_iteration["flops_sum"]))
-    stats = [s if isinstance(s, dict) else {"index": s.index, "peak_allocated_bytes": s.peak_allocated_bytes,
-                                              "peak_reserved_bytes": s.peak_reserved_bytes} for s in stats]
     complete = stats[:-1] if len(stats) > 1 else stats
     return [
         IterationSummary(
-            index=s["index"],
+            index=s.index,
             time_ms=None,
-            peak_allocated_bytes=s["peak_allocated_bytes"],
-            peak_reserved_bytes=s["peak_reserved_bytes"],
-            ops=counts.get(s["index"], 0),
-            flops=flops.get(s["index"], 0.0),
+            peak_allocated_bytes=s.peak_allocated_bytes,
+            peak_reserved_bytes=s.peak_reserved_bytes,
+            ops=counts.get(s.index, 0),
+            flops=flops.get(s.index, 0.0),
         )
         for s in complete
     ]

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from maya.emulator.state import IterationStats
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RankResult:
@@ -15,8 +17,8 @@ class RankResult:
     """Global rank."""
     table: pa.Table
     """The rank's trace (maya.trace.schema.TRACE_SCHEMA)."""
-    iterations: list[dict] = field(default_factory=list)
-    """Per-iteration allocator peaks: dicts of index, peak_allocated_bytes, peak_reserved_bytes."""
+    iterations: list[IterationStats] = field(default_factory=list)
+    """Per-iteration allocator peaks, as the emulation state keeps them."""
     groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     """Every process group the script created (the group table)."""
     exit_code: int = 0
@@ -50,10 +52,7 @@ def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: 
     return RankResult(
         rank=rank,
         table=rows_to_table(state.rows),
-        iterations=[
-            {"index": s.index, "peak_allocated_bytes": s.peak_allocated_bytes, "peak_reserved_bytes": s.peak_reserved_bytes}
-            for s in state.iterations
-        ],
+        iterations=list(state.iterations),
         groups=list(state.groups),
         exit_code=outcome.exit_code,
         error=outcome.error,
