@@ -9,7 +9,10 @@ Placeholder values (documented in the README): `.item()` of a floating-point GPU
 of an integer tensor 1, of a boolean tensor False, except the result of an `all` reduction, which
 is True ("nothing is wrong": `isfinite(x).all()` holds, `isnan(x).any()` does not, and an attention
 mask of all ones is recognised as no mask); data-dependent shapes (`nonzero`, `masked_select`,
-boolean indexing) select every element.
+boolean indexing, `bincount`) follow the uniform-routing hints of `ValueHints` (indices from
+`topk`/`argmax`/`sort` spread evenly, so `nonzero(indices == e)` selects 1/C of them) and select
+every element where there is no hint. A data-dependent shape on the GPU synchronises the host with
+the device (the size is copied back before the output can be allocated): a sync row follows it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from maya.emulator.host_tensors import runs_on_host
 from maya.emulator.out_of_memory import raise_out_of_memory
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.state import EmulationState
+from maya.emulator.value_hints import ValueHints
 
 aten = torch.ops.aten
 _get_sequence_nr = torch._C._autograd._get_sequence_nr
@@ -131,9 +135,11 @@ class Recorder(TorchDispatchMode):
         self.state = state
         self.tracker = tracker
         self._pinned: dict[int, weakref.ref] = {}
+        """id(tensor) -> weak reference, for host tensors pinned with pin_memory()."""
         self._all_results: dict[int, weakref.ref] = {}
         """id(tensor) -> weak reference, for boolean results of `all` reductions (placeholder True)."""
-        """id(tensor) -> weak reference, for host tensors pinned with pin_memory()."""
+        self.values = ValueHints()
+        """Uniform-routing hints about fake values: sizes of `nonzero` and friends, `.item()` answers."""
         self.paused = 0
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
@@ -166,10 +172,12 @@ class Recorder(TorchDispatchMode):
                 return func(*args, **kwargs)
         if func is aten._local_scalar_dense.default:
             return self._item(args[0])
+        dynamic_shape = False
         try:
             out = func(*args, **kwargs)
         except DynamicOutputShapeException:
             out = self._select_all(func, name, args, kwargs)
+            dynamic_shape = True
         except UnsupportedOperatorException:
             raise self._unsupported(name, "it has no fake (meta) implementation to compute its output shapes") from None
         except DataDependentOutputException as e:
@@ -182,6 +190,7 @@ class Recorder(TorchDispatchMode):
             if "meta" in str(e) or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):
                 raise self._unsupported(name, str(e).splitlines()[0]) from None
             raise
+        self.values.observe(name, func, args, kwargs, out)
         if _launches_nothing(func):
             return out
         if name.startswith("aten::all") and isinstance(out, torch.Tensor):
@@ -215,6 +224,8 @@ class Recorder(TorchDispatchMode):
             attrs=attrs,
             allow_tf32=_tf32_permission(name),
         )
+        if dynamic_shape and any(map(_on_gpu, inputs)):
+            state.add_row(EventKind.SYNC, "cuda:device_to_host", phase=phase, module=module)
         if phase is Phase.FORWARD and torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
             # Autograd created this op's node just before dispatching here: remember its module.
             self.tracker.node_modules[_get_sequence_nr() - 1] = module
@@ -299,6 +310,9 @@ class Recorder(TorchDispatchMode):
         if _on_gpu(t):
             phase, module = self.tracker.current()
             self.state.add_row(EventKind.SYNC, "cuda:item", phase=phase, module=module)
+        hinted = self.values.item(t)
+        if hinted is not None:
+            return hinted
         if t.dtype is torch.bool:
             ref = self._all_results.get(id(t))
             return ref is not None and ref() is t
@@ -307,27 +321,39 @@ class Recorder(TorchDispatchMode):
         return 1
 
     def _select_all(self, func, name: str, args: tuple, kwargs: dict) -> object:
-        """Data-dependent shapes: behave as if every element were selected.
+        """Data-dependent shapes: select what the value hints say (`ValueHints`), else every element.
 
         Runs inside the dispatch handler, below the device translation, so new tensors name the
         C++ device (`_fake_device`), never the `cuda:N` that Python code sees.
         """
         x = args[0]
+        values = self.values
         if name == "aten::nonzero":
-            return torch.empty((x.numel(), x.dim()), dtype=torch.int64, device=x._fake_device)
+            return torch.empty((values.selected_count(x), x.dim()), dtype=torch.int64, device=x._fake_device)
         if name == "aten::masked_select":
-            shape = torch.broadcast_shapes(x.shape, args[1].shape)
-            return torch.empty((torch.Size(shape).numel(),), dtype=x.dtype, device=x._fake_device)
+            shape = torch.Size(torch.broadcast_shapes(x.shape, args[1].shape))
+            count = round(shape.numel() * values.selected_count(args[1]) / max(args[1].numel(), 1))
+            return torch.empty((count,), dtype=x.dtype, device=x._fake_device)
         if name == "aten::index.Tensor":
             indices = []
             for idx in args[1]:
                 if idx is not None and idx.dtype in (torch.bool, torch.uint8):
+                    count = values.selected_count(idx)
                     indices.extend(
-                        torch.zeros((idx.numel(),), dtype=torch.int64, device=idx._fake_device) for _ in range(idx.dim())
+                        torch.zeros((count,), dtype=torch.int64, device=idx._fake_device) for _ in range(idx.dim())
                     )
                 else:
                     indices.append(idx)
             return func(x, indices)
+        if name == "aten::bincount":
+            minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
+            size = values.bincount_size(x, minlength)
+            if size is not None:
+                weights = args[1] if len(args) > 1 else kwargs.get("weights")
+                dtype = torch.int64 if weights is None else (torch.float64 if weights.dtype == torch.float64 else torch.float32)
+                out = torch.empty((size,), dtype=dtype, device=x._fake_device)
+                values.note_bincount(x, out)
+                return out
         raise self._unsupported(name, "its output shape depends on tensor values")
 
     def _unsupported(self, name: str, reason: str) -> UnsupportedOperation:

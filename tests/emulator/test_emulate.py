@@ -190,3 +190,20 @@ def test_an_op_without_a_fake_implementation_is_named_with_its_module_path(scrip
     s = maya.emulate(scripts / "custom_op.py", trace_dir=tmp_path / "t")
     assert s.exit_code == 1
     assert "Maya cannot emulate userlib::scale (module path: inner)" in s.error
+
+
+def test_topk_routing_sends_each_expert_its_uniform_share(scripts, tmp_path, capsys):
+    s = maya.emulate(scripts / "moe_routing.py", trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    out = capsys.readouterr().out
+    # 64 tokens, top-2 of 8 experts: each expert gets 64 * 2 / 8 = 16 (token, slot) pairs.
+    assert "where(one_hot): (16,)" in out
+    assert "nonzero(==): (16, 2)" in out
+    assert "bool index: (56, 8)" in out  # column 0 is not expert 2 for 7/8 of 64 tokens
+    assert "bincount: (8,) 16" in out  # 128 picks over 8 experts
+    assert "experts hit: (8, 1)" in out  # every expert gets tokens
+    assert "unhinted: (512, 2)" in out  # no hint: every element selected
+    # Each data-dependent size is copied to the host: a sync row right after its kernel.
+    table = read_rank_trace(s.trace_dir, 0).to_pandas()
+    after = table.kind.shift(-1)[table.op.isin(["aten::nonzero", "aten::bincount"])]
+    assert len(after) == 5 and (after == "sync").all()
