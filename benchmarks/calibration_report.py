@@ -1,12 +1,15 @@
 """Where the predicted step time of each calibration workload differs from the H200, split into
 GPU-kernel time and host time, using the profiled per-op GPU times (benchmarks/gpu/op_times_h200).
 
-    python benchmarks/calibration_report.py [NAME ...]
-Only workloads that have a profile are reported; held-out workloads never have one.
+    python benchmarks/calibration_report.py [--top N] [NAME ...]
+Only workloads that have a profile are reported; held-out workloads never have one. Ops are joined
+on the profiler's key (benchmarks/profiler_ops.py): the trace's `aten::add.Tensor` and `aten::_to_copy`
+are the profiler's `aten::add` and `aten::copy_`. The N ops whose times differ most are listed.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -14,10 +17,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def main() -> None:
     import suite
+    from profiler_ops import profiler_key
 
     import maya.api
     from maya.estimator.estimate import estimate_trace
@@ -26,7 +31,11 @@ def main() -> None:
 
     truth = {w["name"]: w for w in json.loads((ROOT / "benchmarks/validation/ground_truth_h200.json").read_text())["workloads"]}
     profiles = sorted((ROOT / "benchmarks/gpu/op_times_h200").glob("*.json"))
-    names = sys.argv[1:] or [p.stem for p in profiles]
+    p = argparse.ArgumentParser()
+    p.add_argument("--top", type=int, default=8, help="ops listed per workload")
+    p.add_argument("names", nargs="*")
+    args = p.parse_args()
+    names = args.names or [p.stem for p in profiles]
     for name in names:
         prof = json.loads((ROOT / "benchmarks/gpu/op_times_h200" / f"{name}.json").read_text())
         w = next(w for w in suite.WORKLOADS if w.name == name)
@@ -40,12 +49,13 @@ def main() -> None:
         print(f"{name}: step measured {truth[name]['median_step_ms']:.2f} ms, predicted {pred_ms:.2f}; "
               f"GPU busy measured {prof['kernel_busy_ms']:.2f}, estimated {kernels.duration_us.sum() / 1e3:.2f}; "
               f"host estimated {it.host_us.sum() / 1e3:.2f} ms for {len(kernels)} ops ({prof['kernels']} kernels)")
-        est = kernels.groupby("op").duration_us.agg(["sum", "count"])
+        est = kernels.assign(key=kernels.op.map(profiler_key)).groupby("key").duration_us.agg(["sum", "count"])
         rows = []
-        for op, m in prof["per_op"].items():
-            e = est.loc[op] if op in est.index else None
-            rows.append((op, m["self_device_us"], e["sum"] if e is not None else 0.0, m["count"], int(e["count"]) if e is not None else 0))
-        for op, gpu, emu, n_gpu, n_emu in sorted(rows, key=lambda r: -abs(r[1] - r[2]))[:8]:
+        for op in set(prof["per_op"]) | set(est.index):
+            m = prof["per_op"].get(op, {"self_device_us": 0.0, "count": 0})
+            e = est.loc[op] if op in est.index else {"sum": 0.0, "count": 0}
+            rows.append((op, m["self_device_us"], e["sum"], m["count"], int(e["count"])))
+        for op, gpu, emu, n_gpu, n_emu in sorted(rows, key=lambda r: -abs(r[1] - r[2]))[:args.top]:
             print(f"    {op:50s} gpu {gpu / 1e3:7.2f} ms x{n_gpu:<5d} estimated {emu / 1e3:7.2f} ms x{n_emu}")
 
 
