@@ -14,6 +14,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from maya.emulator.backend import INTERNAL_TYPE
 from maya.emulator.patcher import Patcher
+from maya.emulator.rnn_kernels import FUSED_RNN_KERNELS
 
 _META = torch.device("meta")
 
@@ -62,6 +63,10 @@ class EmulatorFakeMode(FakeTensorMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         _view.internal_depth += 1
         try:
+            kernel = FUSED_RNN_KERNELS.get(func)
+            if kernel is not None:
+                with self:
+                    return kernel(*args, **(kwargs or {}))
             return super().__torch_dispatch__(func, types, args, kwargs)
         finally:
             _view.internal_depth -= 1

@@ -79,6 +79,16 @@ NORM_BACKWARD_OPS = frozenset({
 })  # fmt: skip
 """Normalisation backward ops."""
 
+RNN_OPS = frozenset({"aten::_cudnn_rnn"})
+"""cuDNN's fused multi-layer RNN forward (all layers, directions and time steps in one op)."""
+
+RNN_BACKWARD_OPS = frozenset({"aten::_cudnn_rnn_backward"})
+"""Its backward: data and weight gradients."""
+
+RNN_BACKWARD_FLOP_RATIO = 2.0
+"""Backward FLOPs per forward FLOP: the data gradient and the weight gradient each repeat the
+forward's matrix products (the usual 2x of a GEMM's backward)."""
+
 SOFTMAX_OPS = frozenset({"aten::_softmax", "aten::_log_softmax"})
 """Softmax forward: max, subtract, exp, sum, divide (or log) per element."""
 
@@ -348,6 +358,23 @@ def _attention_backward(op, ins, in_dt, outs, out_dt, attrs):
     return flops, _io_bytes(ins, in_dt, outs, out_dt)
 
 
+def _rnn_forward_flops(ins, attrs) -> float:
+    """2 * tokens * (elements of every weight matrix): each layer's and direction's W_ih, W_hh (and
+    W_hr) multiplies every token once; the gate nonlinearities are ignored next to the products."""
+    tokens = _numel(ins[0]) // max(ins[0][-1], 1) if ins and ins[0] else 0
+    weights = _arg(attrs, 1, "weight", [])
+    indices = [w["$t"] for w in weights if isinstance(w, dict) and "$t" in w] if isinstance(weights, list) else []
+    matrix_elements = sum(_numel(ins[i]) for i in indices if i < len(ins) and len(ins[i]) == 2)
+    return 2.0 * tokens * matrix_elements
+
+
+def _rnn(op, ins, in_dt, outs, out_dt, attrs):
+    flops = _rnn_forward_flops(ins, attrs)
+    if op in RNN_BACKWARD_OPS:
+        flops *= RNN_BACKWARD_FLOP_RATIO
+    return flops, _io_bytes(ins, in_dt, outs, out_dt)
+
+
 def _per_input_element(flops_per_element: float) -> Callable:
     def rule(op, ins, in_dt, outs, out_dt, attrs):
         return flops_per_element * (_numel(ins[0]) if ins else 0), _io_bytes(ins, in_dt, outs, out_dt)
@@ -434,6 +461,7 @@ for _names, _rule in (
     (CONV_BACKWARD_OPS, _convolution_backward),
     (ATTENTION_OPS, _attention),
     (ATTENTION_BACKWARD_OPS, _attention_backward),
+    (RNN_OPS | RNN_BACKWARD_OPS, _rnn),
     (NORM_OPS, _per_input_element(NORM_FLOPS_PER_ELEMENT)),
     (NORM_BACKWARD_OPS, _norm_backward),
     (SOFTMAX_OPS, _per_input_element(SOFTMAX_FLOPS_PER_ELEMENT)),

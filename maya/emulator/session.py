@@ -27,6 +27,7 @@ from maya.emulator.nccl import NcclRuntime
 from maya.emulator.out_of_memory import install_deferred_oom
 from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder, pause_during_sharding_propagation
+from maya.emulator.rnn import install_rnn
 from maya.emulator.sdpa import install_sdpa
 from maya.emulator.state import EmulationState, RankConfig
 from maya.emulator.storage_resize import install_storage_resize
@@ -58,6 +59,7 @@ class EmulationSession:
             install_cuda_api(patcher)
             autocast = install_autocast(patcher)
             install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
+            install_rnn(patcher, autocast)
             _patch_movement(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)
