@@ -28,8 +28,6 @@ PROFILER_TO_TRACE = {
     "aten::_cudnn_attention_forward": "aten::_scaled_dot_product_cudnn_attention",
     "aten::_cudnn_attention_backward": "aten::_scaled_dot_product_cudnn_attention_backward",
     "aten::cudnn_convolution": "aten::convolution",
-    "aten::cudnn_batch_norm": "aten::native_batch_norm",
-    "aten::cudnn_batch_norm_backward": "aten::native_batch_norm_backward",
     "aten::clamp_min": "aten::relu",
 }
 """Profiler key (the innermost op that launched the kernels) -> the op name Maya's trace records."""

@@ -17,6 +17,7 @@ from torch.nn import Parameter
 from maya.emulator import state as st
 from maya.emulator.autocast import install_autocast
 from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
+from maya.emulator.batch_norm import install_batch_norm
 from maya.emulator.compat import install_compat
 from maya.emulator.events import EventKind
 from maya.emulator.cuda_api import install_cuda_api
@@ -60,6 +61,7 @@ class EmulationSession:
             autocast = install_autocast(patcher)
             install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
             install_rnn(patcher, autocast)
+            install_batch_norm(patcher)
             _patch_movement(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)
