@@ -131,8 +131,17 @@ def contiguous_strides(shape: torch.Size) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _cudnn_rnn_flatten_weight_kernel(
+    weight_arr, weight_stride0, input_size, mode, hidden_size, proj_size, num_layers, batch_first, bidirectional,
+):  # fmt: skip
+    """The flat buffer only: on a GPU the op also re-points each weight into it (a `set_`)."""
+    numel = sum(w.numel() for w in weight_arr)
+    return torch.empty((numel,), dtype=weight_arr[0].dtype, device=weight_arr[0].device)
+
+
 FUSED_RNN_KERNELS = {
     aten._cudnn_rnn.default: _cudnn_rnn_kernel,
     aten._cudnn_rnn_backward.default: _cudnn_rnn_backward_kernel,
+    aten._cudnn_rnn_flatten_weight.default: _cudnn_rnn_flatten_weight_kernel,
 }
 """Fake kernels EmulatorFakeMode runs for these ops instead of PyTorch's meta kernels."""

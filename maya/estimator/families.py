@@ -22,12 +22,14 @@ REDUCTION = "reduction"
 COPY = "copy"
 FOREACH = "foreach"
 INDEX = "index"
+RNN = "rnn"
 
-FAMILIES = (GEMM, CONV, SDPA, NORM, SOFTMAX, EMBEDDING, ELEMENTWISE, REDUCTION, COPY, FOREACH, INDEX)
+FAMILIES = (GEMM, CONV, SDPA, NORM, SOFTMAX, EMBEDDING, ELEMENTWISE, REDUCTION, COPY, FOREACH, INDEX, RNN)
 """Every family the profiler writes a `<family>.parquet` for."""
 
-TF32_FAMILIES = frozenset({GEMM, CONV, SDPA})
-"""Families whose float32 kernels run on tensor cores when TF32 is allowed."""
+TF32_FAMILIES = frozenset({GEMM, CONV, SDPA, RNN})
+"""Families whose float32 kernels run on tensor cores when TF32 is allowed (and whose float16 /
+bfloat16 kernels run on tensor cores)."""
 
 
 def _family(family: str, *ops: str) -> dict[str, str]:
@@ -83,6 +85,7 @@ OP_FAMILIES: dict[str, str] = {
               "index_add_", "index_copy", "index_copy_", "gather", "scatter", "scatter_", "scatter_add",
               "scatter_add_", "scatter_reduce", "masked_select", "masked_scatter", "nonzero", "take",
               "put_", "index_fill_", "_unsafe_index", "_unsafe_index_put"),
+    **_family(RNN, "_cudnn_rnn", "_cudnn_rnn_backward"),
 }
 """aten op name (overload dropped, or full name) -> family."""
 

@@ -447,6 +447,38 @@ def _embedding(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             idx = _spec((b, s), "int64")
             yield make_case("embedding", "aten::embedding", [_spec((v, c), dtype), idx])
             yield make_case("embedding", "aten::embedding_dense_backward", [_spec((b, s, c), dtype), idx, v, -1, False])
+    yield from _embedding_bag(quick)
+
+
+EMBEDDING_BAG_CONFIGS = tuple(
+    (rows, dim, bags, per_bag)
+    for rows in (10_000, 200_000, 1_000_000) for dim in (32, 128) for bags in (1024, 4096, 16384) for per_bag in (1, 4, 32)
+)  # fmt: skip
+"""(rows, dim, bags, lookups per bag) of `nn.EmbeddingBag` tables: recommendation models (DLRM,
+Naumov et al. 2019: 26 Criteo tables, 4096-sample batches, tens of dims) from small to 1M rows."""
+
+
+def _embedding_bag(quick: bool) -> Iterator[ProfileCase]:
+    # _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights)
+    # and its dense backward (grad, indices, offsets, offset2bag, bag_size, max_indices, num_weights,
+    # scale_grad_by_freq, mode, sparse, per_sample_weights), encoded as a trace of nn.EmbeddingBag
+    # records them: the default flags up to per_sample_weights stay (they come from C++ positionally).
+    def as_recorded(op: str, args: list) -> ProfileCase:
+        attrs, shapes, dtypes, strides = encode_arguments(args, {})
+        return ProfileCase(family="embedding", op=op, input_shapes=tuple(map(tuple, shapes)),
+                           input_dtypes=tuple(dtypes), input_strides=tuple(map(tuple, strides)), attrs=attrs)
+
+    configs = [(100, 16, 8, 4)] if quick else EMBEDDING_BAG_CONFIGS
+    for dtype in ("float32",) if quick else ("float32", "bfloat16"):
+        for rows, dim, bags, per_bag in configs:
+            if dtype != "float32" and dim != 128:
+                continue
+            for mode in (0,) if quick or per_bag != 4 else (0, 1):  # sum; mean at 4 lookups per bag
+                idx, offsets = _spec((bags * per_bag,), "int64"), _spec((bags,), "int64")
+                yield as_recorded("aten::_embedding_bag", [_spec((rows, dim), dtype), idx, offsets, False, mode, False, None])
+                yield as_recorded("aten::_embedding_bag_backward", [
+                    _spec((bags, dim), dtype), idx, offsets, idx, offsets, _spec((0,), "int64"), rows, False, mode, False, None,
+                ])  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

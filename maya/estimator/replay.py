@@ -24,6 +24,8 @@ FLOAT_FILL_ABS = "abs"
 """Fill rule: |randn|, for tensors that must be non-negative (variances, second moments)."""
 FLOAT_FILL_ONES = "ones"
 """Fill rule: all ones, for optimizer step counters."""
+OFFSETS_FILL = "offsets"
+"""Fill rule, as `(OFFSETS_FILL, n)`: 0, n, 2n, ... (bag offsets of `embedding_bag`, n lookups per bag)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -217,6 +219,8 @@ def _fill(flat: torch.Tensor, fill: Any) -> None:
         return
     if fill == FLOAT_FILL_ONES:
         flat.fill_(1)
+    elif isinstance(fill, tuple) and fill[0] == OFFSETS_FILL:
+        torch.arange(0, flat.numel() * fill[1], fill[1], out=flat)
     elif isinstance(fill, int) and not isinstance(fill, bool):
         if flat.dtype.is_floating_point:
             flat.normal_()
@@ -248,6 +252,13 @@ def _get(args: list, kwargs: dict, index: int, name: str, default: Any = None) -
     return args[index] if index < len(args) else kwargs.get(name, default)
 
 
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for size in shape:
+        n *= size
+    return n
+
+
 def _dim_size(shapes: Sequence[Sequence[int]], tensor: Any, dim: Any) -> int | None:
     i = _t(tensor)
     if i is None or not isinstance(dim, int):
@@ -259,7 +270,7 @@ def _dim_size(shapes: Sequence[Sequence[int]], tensor: Any, dim: Any) -> int | N
 
 
 def _fill_rules(base: str, args: list, kwargs: dict, shapes: Sequence[Sequence[int]]) -> dict[int, Any]:
-    """Map tensor index -> fill: an int `high` (indices in [0, high)), "abs" or "ones"."""
+    """Map tensor index -> fill: an int `high` (indices in [0, high)), "abs", "ones" or (OFFSETS_FILL, n)."""
     rules: dict[int, Any] = {}
 
     def index_into(index_arg: Any, high: int | None) -> None:
@@ -277,6 +288,16 @@ def _fill_rules(base: str, args: list, kwargs: dict, shapes: Sequence[Sequence[i
         index_into(_get(args, kwargs, 1, "indices"), _dim_size(shapes, _get(args, kwargs, 0, "weight"), 0))
     elif base == "embedding_dense_backward":
         index_into(_get(args, kwargs, 1, "indices"), _get(args, kwargs, 2, "num_weights"))
+    elif base in ("_embedding_bag", "_embedding_bag_forward_only", "_embedding_bag_backward"):
+        # (weight | grad, indices, offsets, ...): indices into the table, offsets evenly spaced.
+        indices, offsets = _t(_get(args, kwargs, 1, "indices")), _t(_get(args, kwargs, 2, "offsets"))
+        if base == "_embedding_bag_backward":
+            index_into(_get(args, kwargs, 1, "indices"), _get(args, kwargs, 6, "num_weights"))
+        else:
+            index_into(_get(args, kwargs, 1, "indices"), _dim_size(shapes, _get(args, kwargs, 0, "weight"), 0))
+        if indices is not None and offsets is not None and shapes[offsets]:
+            per_bag = _numel(shapes[indices]) // max(shapes[offsets][0], 1)
+            rules[offsets] = (OFFSETS_FILL, per_bag)
     elif base in ("nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward", "nll_loss2d_backward"):
         offset = 0 if base.endswith("forward") else 1
         logits = _get(args, kwargs, offset, "self")
@@ -384,13 +405,47 @@ def _batch_norm_backward(args: list, kwargs: dict) -> None:
     _substitute(args, fwd, {5: 1, 6: 2, 10: 3})
 
 
+def _embedding_bag_backward(args: list, kwargs: dict) -> None:
+    # backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+    #          scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx=-1)
+    grad, indices, offsets = args[0], args[1], args[2]
+    weight = torch.empty((args[6], grad.shape[-1]), dtype=grad.dtype, device=grad.device)
+    padding_idx = _get(args, kwargs, 11, "padding_idx", -1)
+    fwd = torch.ops.aten._embedding_bag.default(
+        weight, indices, offsets, False, args[8], False, _get(args, kwargs, 10, "per_sample_weights"), False, padding_idx
+    )
+    _substitute(args, fwd, {3: 1, 4: 2, 5: 3})
+
+
+def _cudnn_rnn_flat_weights(args: list, kwargs: dict) -> None:
+    # (input, weight[], weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers,
+    #  batch_first, dropout, train, bidirectional, batch_sizes, dropout_state): a weight buffer laid
+    # out as cuDNN wants it, with the weights as views into it (what flatten_parameters() leaves).
+    if args[3] is not None:
+        args[3] = torch._cudnn_rnn_flatten_weight(
+            args[1], args[2], args[0].shape[-1], args[6], args[7], args[8], args[9], args[10], args[13]
+        )
+
+
+def _cudnn_rnn_backward(args: list, kwargs: dict) -> None:
+    # backward(input, weight[], weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy,
+    #          grad_cy, mode, ..., dropout_state, reserve, output_mask): forward args are 0-5, 10-19.
+    forward = [*args[:6], *args[10:20]]
+    _cudnn_rnn_flat_weights(forward, kwargs)
+    fwd = torch.ops.aten._cudnn_rnn.default(*forward)
+    _substitute(args, fwd, {3: 4, 6: 0, 20: 3})
+
+
 _FORWARD_FIRST: dict[str, Callable[[list, dict], None]] = {
+    "_cudnn_rnn": _cudnn_rnn_flat_weights,
+    "_cudnn_rnn_backward": _cudnn_rnn_backward,
     "_scaled_dot_product_cudnn_attention_backward": _cudnn_attention_backward,
     "_scaled_dot_product_flash_attention_backward": _flash_attention_backward,
     "_scaled_dot_product_efficient_attention_backward": _efficient_attention_backward,
     "_scaled_dot_product_flash_attention_for_cpu_backward": _cpu_flash_attention_backward,
     "cudnn_batch_norm_backward": _cudnn_batch_norm_backward,
     "batch_norm_backward": _batch_norm_backward,
+    "_embedding_bag_backward": _embedding_bag_backward,
 }
 """Backward ops whose saved-tensor inputs come from running their forward first."""
 

@@ -61,6 +61,37 @@ def test_embedding_backward_indices_bounded_by_num_weights():
     assert list(r().shape) == [11, 4]
 
 
+def test_embedding_bag_forward_and_backward_get_valid_indices_offsets_and_bags():
+    # nn.EmbeddingBag(50, 4, mode="sum") on 6 bags of 3 lookups, recorded as a trace records it.
+    fwd = build_replay(
+        "aten::_embedding_bag", [[50, 4], [18], [6]], ["float32", "int64", "int64"], None,
+        {"args": [t(0), t(1), t(2), False, 0, False, None]}, device="cpu",
+    )
+    weight, idx, offsets = fwd.inputs
+    assert idx.min() >= 0 and idx.max() < 50
+    assert offsets.tolist() == [0, 3, 6, 9, 12, 15]
+    torch.testing.assert_close(fwd()[0], weight[idx].view(6, 3, 4).sum(1))
+    bwd = build_replay(
+        "aten::_embedding_bag_backward", [[6, 4], [18], [6], [18], [6], [0]], ["float32"] + ["int64"] * 5, None,
+        {"args": [t(0), t(1), t(2), t(3), t(4), t(5), 50, False, 0, False, None]}, device="cpu",
+    )
+    grad, idx = bwd.args[0], bwd.args[1]
+    # offset2bag, bag_size, max_indices come from running the forward (CPU leaves offset2bag empty
+    # for sums; CUDA fills it), so the backward sums each bag's gradient into its rows.
+    expected = torch.zeros(50, 4).index_add_(0, idx, grad.repeat_interleave(3, dim=0))
+    torch.testing.assert_close(bwd(), expected)
+
+
+def test_embedding_bag_grid_cases_replay():
+    from maya.estimator.profile_grid import grid
+
+    cases = [c for c in grid("embedding", quick=True) if "embedding_bag" in c.op]
+    assert [c.op for c in cases] == ["aten::_embedding_bag", "aten::_embedding_bag_backward"]
+    for c in cases:
+        out = build_replay(c.op, c.input_shapes, c.input_dtypes, c.input_strides, c.attrs, device="cpu")()
+        assert (out[0] if isinstance(out, tuple) else out).shape[-1] == 16
+
+
 def test_nll_loss_targets_in_class_range():
     r = build_replay(
         "aten::nll_loss_forward", [[64, 5], [64]], ["float32", "int64"], None,

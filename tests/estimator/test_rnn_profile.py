@@ -1,0 +1,82 @@
+"""The "rnn" profile family: its grid encodes what the emulator records, and its replays run."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow.parquet as pq
+import torch
+import torch.nn as nn
+
+from maya.emulator.session import EmulationSession
+from maya.emulator.state import ROW_FIELDS, RankConfig
+from maya.estimator.families import RNN, family_of
+from maya.estimator.profile_grid import CUDA_ONLY_OPS, grid
+from maya.estimator.profiler import run_profile
+from maya.estimator.replay import build_replay
+from maya.emulator.rnn_kernels import RnnMode
+from maya.estimator.rnn_grid import MAX_FORWARD_FLOPS, RnnShape, fits
+from maya.hardware.gpu import load_gpu
+
+OP, INPUTS, ATTRS = (ROW_FIELDS.index(f) for f in ("op", "inputs", "attrs"))
+
+
+def _session():
+    return EmulationSession(RankConfig(gpu=load_gpu("h200")))
+
+
+def test_grid_encodes_rnn_calls_as_the_emulator_records_them():
+    shape = RnnShape(mode=RnnMode.LSTM, input_size=8, hidden_size=16, num_layers=2, batch=3, steps=5,
+                     bidirectional=False, dtype="float32")  # fmt: skip
+    forward, backward = grid("rnn", quick=True)[:2]
+    assert (forward.op, backward.op) == ("aten::_cudnn_rnn", "aten::_cudnn_rnn_backward")
+    with _session() as state:
+        m = nn.LSTM(8, 16, 2).cuda()
+        x = torch.randn(5, 3, 8, device="cuda", requires_grad=True)
+        first = len(state.rows)
+        m(x)[0].backward(torch.randn(5, 3, 16, device="cuda"))
+        rows = {r[OP]: r for r in state.rows[first:] if "cudnn_rnn" in r[OP]}
+    for case in (forward, backward):
+        row = rows[case.op]
+        assert [meta[0] for meta in row[INPUTS]] == [tuple(s) for s in case.input_shapes]
+        recorded = json.loads(row[ATTRS]) if isinstance(row[ATTRS], str) else row[ATTRS]
+        assert recorded == case.attrs
+    assert shape.forward_flops() == 2 * 15 * (64 * 8 + 64 * 16 + 64 * 16 + 64 * 16)
+
+
+def test_rnn_replays_build_and_run_on_the_emulated_gpu():
+    # _cudnn_rnn has no CPU kernel; the emulated device runs the replay's argument handling (the
+    # flat weight buffer, the forward run first for the backward's reserve) with fake tensors.
+    with _session():
+        for case in grid("rnn", quick=True):
+            replay = build_replay(case.op, case.input_shapes, case.input_dtypes, case.input_strides, case.attrs)
+            out = replay()
+            x_shape = case.input_shapes[0]
+            if case.op == "aten::_cudnn_rnn":
+                assert out[3].numel() > 0 and out[0].shape[:2] == x_shape[:2]
+            else:
+                assert tuple(out[0].shape) == x_shape and replay.args[20].numel() > 0
+
+
+def test_cpu_profile_of_the_rnn_family_skips_cuda_only_ops(tmp_path):
+    run_profile(tmp_path, families=["rnn"], device="cpu", quick=True)
+    assert pq.read_table(tmp_path / "rnn.parquet").num_rows == 0
+    assert {"aten::_cudnn_rnn", "aten::_cudnn_rnn_backward"} <= CUDA_ONLY_OPS
+
+
+def test_full_grid_spans_training_within_its_caps():
+    cases = grid("rnn")
+    assert 400 <= len(cases) <= 1000  # a few minutes on an H200
+    assert {family_of(c.op) for c in cases} == {RNN}
+    dtypes = {c.input_dtypes[0] for c in cases}
+    assert dtypes == {"float32", "bfloat16", "float16"}
+    modes = {c.attrs["args"][6] for c in cases if c.op == "aten::_cudnn_rnn"}
+    # ReLU cells time like tanh ones: only the random draws (when the profiler adds them) pick them.
+    assert modes >= {int(RnnMode.LSTM), int(RnnMode.GRU), int(RnnMode.RNN_TANH)}
+    hidden = {c.attrs["args"][7] for c in cases if c.op == "aten::_cudnn_rnn"}
+    assert min(hidden) == 128 and max(hidden) == 4096
+    big = RnnShape(mode=RnnMode.LSTM, input_size=4096, hidden_size=4096, num_layers=4, batch=256, steps=1024,
+                   bidirectional=True, dtype="float32")  # fmt: skip
+    assert big.forward_flops() > MAX_FORWARD_FLOPS and not fits(big)
+    assert all(math.prod(c.input_shapes[0]) > 0 for c in cases)
