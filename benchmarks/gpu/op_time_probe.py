@@ -2,14 +2,19 @@
 and the iteration's wall time. The calibration data for Maya's estimates and host model.
 
 Run from the repository root on a machine with an NVIDIA GPU:
-    python3 benchmarks/gpu/op_time_probe.py --out DIR gpt2_124m_bf16 llama_150m_bf16 ...
-It writes DIR/<workload>.json per named suite workload (benchmarks/validation/suite.py).
+    python3 benchmarks/gpu/op_time_probe.py --out DIR [--chrome] gpt2_124m_bf16 llama_150m_bf16 ...
+It writes DIR/<workload>.json per named suite workload (benchmarks/validation/suite.py); with
+--chrome also DIR/<workload>.trace.json.gz, the profiler's Chrome trace of that iteration (every
+kernel with its launching CPU op, for kernels the per-op table cannot attribute to an aten op).
 """
 
 import argparse
+import gzip
 import json
+import os
 import runpy
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +30,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     p.add_argument("--iteration", type=int, default=5)
+    p.add_argument("--chrome", action="store_true", help="also write <workload>.trace.json.gz")
     p.add_argument("workloads", nargs="+")
     args = p.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -57,6 +63,13 @@ def main():
         for e in prof.key_averages():
             if e.key.startswith("aten::") and e.self_device_time_total > 0:
                 per_op[e.key] = {"count": e.count, "self_device_us": e.self_device_time_total}
+        if args.chrome:
+            fd, raw = tempfile.mkstemp(suffix=".json")
+            os.close(fd)
+            prof.export_chrome_trace(raw)
+            with open(raw, "rb") as src, gzip.open(Path(args.out, f"{name}.trace.json.gz"), "wb") as dst:
+                dst.write(src.read())
+            os.unlink(raw)
         Path(args.out, f"{name}.json").write_text(json.dumps({
             "workload": name, "argv": sys.argv[1:], "iteration": args.iteration, "gpu": torch.cuda.get_device_name(),
             "torch": torch.__version__, "wall_ms": state["wall_s"] * 1e3, "kernel_busy_ms": busy_us / 1e3,
