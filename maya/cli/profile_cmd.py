@@ -36,7 +36,8 @@ def _run_profile(args: argparse.Namespace) -> int:
     from maya.estimator.profiler import run_profile
 
     print(run_profile(args.out, families=args.families, device=args.device, quick=args.quick,
-                      trace_dir=args.trace, seed=args.seed))
+                      trace_dir=args.trace, seed=args.seed, flush_l2=not args.warm_l2,
+                      random_only=args.random_only))
     return 0
 
 

@@ -22,12 +22,14 @@ from typing import Any
 
 import torch
 
+from maya.estimator import rnn_grid
 from maya.estimator.replay import TensorSpec, encode_arguments, resolve_op
 
 GIB = 1 << 30
 
 FAMILIES = (
     "gemm", "conv", "sdpa", "norm", "softmax", "embedding", "elementwise", "reduction", "copy", "foreach", "index",
+    "rnn",
 )  # fmt: skip
 """Op families with a shape grid, in the order the profiler runs them (as `maya.estimator.families`)."""
 
@@ -36,6 +38,7 @@ CUDA_ONLY_OPS = frozenset({
     "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_flash_attention_backward",
     "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_efficient_attention_backward",
     "aten::cudnn_batch_norm", "aten::cudnn_batch_norm_backward", "aten::_fused_rms_norm_backward",
+    "aten::_cudnn_rnn", "aten::_cudnn_rnn_backward",
 })  # fmt: skip
 """Ops with no CPU kernel: skipped when profiling on the CPU."""
 
@@ -95,20 +98,27 @@ def make_case(family: str, op: str, args: Sequence[Any], kwargs: dict[str, Any] 
     )
 
 
-def grid(family: str, *, quick: bool = False, seed: int = 0) -> list[ProfileCase]:
-    """All cases of one family.
+def grid(family: str, *, quick: bool = False, seed: int = 0, part: str = "all") -> list[ProfileCase]:
+    """The cases of one family.
 
     Args:
         family: one of `FAMILIES`.
         quick: a few tiny cases instead of the full grid.
-        seed: seeds the random GEMM shapes.
+        seed: seeds the random draws.
+        part: "all" (the fixed grid, then `RANDOM_DRAWS[family]` random draws), "fixed" or "random".
 
     Returns:
         The cases, in the order they will be timed.
     """
     if family not in _GRIDS:
         raise ValueError(f"unknown op family {family!r}; known: {', '.join(FAMILIES)}")
-    return list(_GRIDS[family](quick, random.Random(seed)))
+    if part not in ("all", "fixed", "random"):
+        raise ValueError(f"part must be 'all', 'fixed' or 'random', not {part!r}")
+    rng = random.Random(seed)
+    cases = list(_GRIDS[family](quick, rng)) if part != "random" else []
+    if part != "fixed" and not quick:
+        cases += _RANDOM_GRIDS[family](random.Random(seed))
+    return cases
 
 
 def _strip_defaults(op: str, args: list, kwargs: dict) -> tuple[list, dict]:
@@ -192,17 +202,6 @@ def _gemm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             for n, k in LINEAR_SHAPES:
                 if 2.0 * m * n * k <= max_flops and _nbytes((m, n), dtype) <= 4 * GIB:
                     yield from _linear_cases(m, n, k, dtype, tf32)
-    for _ in range(500):
-        m, n, k = (_random_size(rng) for _ in range(3))
-        dtype, tf32 = rng.choice(_GEMM_DTYPES[:1] * 3 + _GEMM_DTYPES[1:])
-        if 2.0 * m * n * k > 2e12 or max(_nbytes(s, dtype) for s in ((m, k), (k, n), (m, n))) > 2 * GIB:
-            continue
-        a = _spec((m, k), dtype) if rng.random() < 0.5 else _transposed((m, k), dtype)
-        b = _spec((k, n), dtype) if rng.random() < 0.5 else _transposed((k, n), dtype)
-        if rng.random() < 0.5:
-            yield make_case("gemm", "aten::mm", [a, b], allow_tf32=tf32)
-        else:
-            yield make_case("gemm", "aten::addmm", [_spec((n,), dtype), a, b], allow_tf32=tf32)
     yield from _bmm_cases()
 
 
@@ -274,21 +273,23 @@ def _conv(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
 
 
 def _conv_cases(
-    n: int, cin: int, hw: int, cout: int, k: int, stride: int, pad: int, dtype: str, channels_last: bool
+    n: int, cin: int, hw: int, cout: int, k: int, stride: int, pad: int, dtype: str, channels_last: bool,
+    *, groups: int = 1, dilation: int = 1, bias: bool | None = None,
 ) -> Iterator[ProfileCase]:
     """Forward convolution and its backward, as autograd's ConvolutionBackward0 calls it."""
-    ho = (hw + 2 * pad - k) // stride + 1
+    ho = (hw + 2 * pad - dilation * (k - 1) - 1) // stride + 1
     first_layer = cin == 3  # the image does not require grad: no grad_input
-    has_bias = k == 16  # ViT patch embedding has a bias; ResNet convs do not
+    has_bias = k == 16 if bias is None else bias  # ViT patch embedding has a bias; ResNet convs do not
 
     def tensor(c: int, h: int) -> TensorSpec:
         return _spec((n, c, h, h), dtype, _channels_last_strides(n, c, h, h) if channels_last else None)
 
-    weight = _spec((cout, cin, k, k), dtype, _channels_last_strides(cout, cin, k, k) if channels_last else None)
-    bias = _spec((cout,), dtype) if has_bias else None
-    geometry = [[stride, stride], [pad, pad], [1, 1], False, [0, 0], 1]
+    w_shape = (cout, cin // groups, k, k)
+    weight = _spec(w_shape, dtype, _channels_last_strides(*w_shape) if channels_last else None)
+    bias_spec = _spec((cout,), dtype) if has_bias else None
+    geometry = [[stride, stride], [pad, pad], [dilation, dilation], False, [0, 0], groups]
     tf32 = dtype == "float32"  # cuDNN allows TF32 by default
-    yield make_case("conv", "aten::convolution", [tensor(cin, hw), weight, bias, *geometry], allow_tf32=tf32)
+    yield make_case("conv", "aten::convolution", [tensor(cin, hw), weight, bias_spec, *geometry], allow_tf32=tf32)
     mask = [not first_layer, True, has_bias]
     yield make_case(
         "conv", "aten::convolution_backward",
@@ -633,6 +634,252 @@ def _index(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 yield make_case("index", "aten::scatter.src", [logits, 1, picks, _spec((n, 1), dtype)])
 
 
+# ---------------------------------------------------------------------------------------------
+# cuDNN RNNs: nn.LSTM / GRU / RNN as one fused forward and backward (shapes in rnn_grid.py).
+
+
+def _rnn(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    for shape in rnn_grid.fixed_shapes(quick):
+        for op, args in rnn_grid.calls(shape):
+            yield make_case("rnn", op, args)
+
+
+def _random_rnn(rng: random.Random) -> Iterator[ProfileCase]:
+    for shape in rnn_grid.random_shapes(rng):
+        for op, args in rnn_grid.calls(shape):
+            yield make_case("rnn", op, args)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random draws: shapes off the fixed grids above, seeded. `maya profile` times them with the grid
+# (training data between the grid points); `maya profile --random-only --seed N` times only them,
+# which gives `benchmarks/estimator_accuracy.py` shapes the models never saw.
+
+RANDOM_DRAWS = {
+    "gemm": 700, "conv": 500, "sdpa": 160, "norm": 160, "softmax": 80, "embedding": 60,
+    "elementwise": 300, "reduction": 120, "copy": 100, "foreach": 40, "index": 100,
+}  # fmt: skip
+"""Random signatures drawn per family (a draw can yield a forward and its backward)."""
+
+
+def _log_uniform(rng: random.Random, lo: int, hi: int, multiple: int = 1) -> int:
+    """An integer in [lo, hi], log-uniform, rounded to `multiple` (at least `multiple`)."""
+    value = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+    return max(multiple, round(value / multiple) * multiple)
+
+
+def _model_width(rng: random.Random) -> int:
+    """A hidden size as models use them: a multiple of 64 (rarely an odd size)."""
+    return rng.choice(ODD_SIZES) if rng.random() < 0.1 else _log_uniform(rng, 128, 12288, 64)
+
+
+def _random_gemm(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["gemm"]):
+        dtype, tf32 = rng.choice(_GEMM_DTYPES[:1] * 3 + _GEMM_DTYPES[1:])
+        kind = rng.random()
+        if kind < 0.4:  # a linear layer of a model: tokens x width -> width'
+            m, n, k = _log_uniform(rng, 16, 32768, 16), _model_width(rng), _model_width(rng)
+        elif kind < 0.8:  # any sizes, skinny and odd ones included
+            m, n, k = (_random_size(rng) for _ in range(3))
+        else:  # batched: attention scores and values, per-expert matmuls
+            b, m, n, k = _log_uniform(rng, 2, 512), _log_uniform(rng, 16, 4096), _log_uniform(rng, 16, 4096), rng.choice((64, 128, 80, 96))
+            if rng.random() < 0.5:
+                m, n, k = m, k, n  # p @ v: [b, s, s] @ [b, s, d]
+            if 2.0 * b * m * n * k > 2e12 or _nbytes((b, m, max(n, k)), dtype) > 2 * GIB:
+                continue
+            a = _spec((b, m, k), dtype) if rng.random() < 0.5 else _transposed((b, m, k), dtype)
+            yield make_case("gemm", "aten::bmm", [a, _spec((b, k, n), dtype)], allow_tf32=tf32)
+            continue
+        if 2.0 * m * n * k > 2e12 or max(_nbytes(s, dtype) for s in ((m, k), (k, n), (m, n))) > 2 * GIB:
+            continue
+        a = _spec((m, k), dtype) if rng.random() < 0.5 else _transposed((m, k), dtype)
+        b = _spec((k, n), dtype) if rng.random() < 0.5 else _transposed((k, n), dtype)
+        if rng.random() < 0.5:
+            yield make_case("gemm", "aten::mm", [a, b], allow_tf32=tf32)
+        else:
+            yield make_case("gemm", "aten::addmm", [_spec((n,), dtype), a, b], allow_tf32=tf32)
+
+
+def _random_conv(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["conv"]):
+        dtype = rng.choice(("bfloat16", "bfloat16", "float32", "float16"))
+        n, hw = _log_uniform(rng, 1, 256), _log_uniform(rng, 4, 256)
+        k = rng.choice((1, 1, 3, 3, 3, 5, 7))
+        stride = 2 if rng.random() < 0.25 else 1
+        dilation = 2 if k == 3 and rng.random() < 0.1 else 1
+        if rng.random() < 0.2:  # depthwise (MobileNet, ConvNeXt): one group per channel
+            cin = cout = groups = _log_uniform(rng, 16, 1024, 8)
+        else:
+            cin = 3 if rng.random() < 0.05 else _log_uniform(rng, 8, 2048, 8)
+            cout, groups = _log_uniform(rng, 8, 2048, 8), 1
+        ho = (hw + 2 * (k // 2) * dilation - dilation * (k - 1) - 1) // stride + 1
+        flops = 2.0 * n * cout * ho * ho * cin // groups * k * k
+        if ho < 1 or flops > 5e11 or max(_nbytes((n, c, hw, hw), dtype) for c in (cin, cout)) > GIB:
+            continue
+        yield from _conv_cases(
+            n, cin, hw, cout, k, stride, (k // 2) * dilation, dtype, rng.random() < 0.5,
+            groups=groups, dilation=dilation, bias=rng.random() < 0.3,
+        )  # fmt: skip
+
+
+def _random_sdpa(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["sdpa"]):
+        dtype = rng.choice(("bfloat16", "bfloat16", "float16"))
+        h, d = rng.choice((8, 12, 16, 20, 24, 32, 40, 48, 64)), rng.choice((64, 64, 128, 128, 96, 80))
+        h_kv = rng.choice([x for x in (h, h, h // 4, h // 8) if x >= 1 and h % x == 0])
+        s = _log_uniform(rng, 64, 8192, 64)
+        b = max(1, _log_uniform(rng, 1024, 65536) // s)
+        backend = rng.choice(_SDPA_BACKENDS)
+        yield from _sdpa_cases(backend, b, h, h_kv, s, d, rng.random() < 0.5, dtype)
+
+
+def _random_norm(rng: random.Random) -> Iterator[ProfileCase]:
+    has_rms = hasattr(torch.ops.aten, "_fused_rms_norm")
+    for _ in range(RANDOM_DRAWS["norm"]):
+        dtype = rng.choice(("bfloat16", "float32"))
+        if rng.random() < 0.25:  # batch norm on [N, C, H, W]
+            n, c, hw = _log_uniform(rng, 2, 256), _log_uniform(rng, 16, 2048, 16), _log_uniform(rng, 4, 112)
+            if _nbytes((n, c, hw, hw), dtype) > GIB:
+                continue
+            channels_last = rng.random() < 0.5
+            x = _spec((n, c, hw, hw), dtype, _channels_last_strides(n, c, hw, hw) if channels_last else None)
+            p, reserve = _spec((c,), "float32"), _spec((0,), "uint8")
+            yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+            yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve])
+            yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+            continue
+        tokens, c = _log_uniform(rng, 16, 65536), _model_width(rng)
+        if _nbytes((tokens, c), dtype) > GIB:
+            continue
+        b = rng.choice([d for d in (1, 2, 4, 8, 16) if tokens % d == 0])
+        x, w, stat = _spec((b, tokens // b, c), dtype), _spec((c,), dtype), _spec((b, tokens // b, 1), "float32")
+        if has_rms and rng.random() < 0.5:
+            yield make_case("norm", "aten::_fused_rms_norm", [x, [c], w, 1e-6])
+            yield make_case("norm", "aten::_fused_rms_norm_backward", [x, x, [c], stat, w, [True, True]])
+        else:
+            yield make_case("norm", "aten::native_layer_norm", [x, [c], w, w, 1e-5])
+            yield make_case("norm", "aten::native_layer_norm_backward", [x, x, [c], stat, stat, w, w, [True] * 3])
+
+
+def _random_softmax(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["softmax"]):
+        dtype = rng.choice(("bfloat16", "float32"))
+        if rng.random() < 0.5:  # cross entropy over a vocabulary
+            t, v = _log_uniform(rng, 64, 32768), _log_uniform(rng, 1000, 262144)
+            if _nbytes((t, v), dtype) > 4 * GIB:
+                continue
+            logits, target, scalar = _spec((t, v), dtype), _spec((t,), "int64"), _spec((), dtype)
+            yield make_case("softmax", "aten::_log_softmax", [logits, 1, False])
+            yield make_case("softmax", "aten::_log_softmax_backward_data", [logits, logits, 1, getattr(torch, dtype)])
+            yield make_case("softmax", "aten::nll_loss_forward", [logits, target, None, 1, -100])
+            yield make_case("softmax", "aten::nll_loss_backward", [scalar, logits, target, None, 1, -100, scalar])
+        else:  # attention scores of eager attention
+            bh, s = _log_uniform(rng, 8, 512), _log_uniform(rng, 64, 4096)
+            if _nbytes((bh, s, s), dtype) > 2 * GIB:
+                continue
+            x = _spec((bh, s, s), dtype)
+            yield make_case("softmax", "aten::_softmax", [x, -1, False])
+            yield make_case("softmax", "aten::_softmax_backward_data", [x, x, -1, getattr(torch, dtype)])
+
+
+def _random_embedding(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["embedding"]):
+        dtype = rng.choice(("bfloat16", "float32"))
+        v, c, tokens = _log_uniform(rng, 1000, 262144), _model_width(rng), _log_uniform(rng, 256, 65536)
+        if _nbytes((v, c), dtype) > 2 * GIB or _nbytes((tokens, c), dtype) > GIB:
+            continue
+        idx = _spec((tokens,), "int64")
+        yield make_case("embedding", "aten::embedding", [_spec((v, c), dtype), idx])
+        yield make_case("embedding", "aten::embedding_dense_backward", [_spec((tokens, c), dtype), idx, v, -1, False])
+
+
+def _random_activation(rng: random.Random, dtype: str, max_bytes: int = GIB) -> TensorSpec:
+    numel = _log_uniform(rng, 1, max_bytes // (4 if dtype == "float32" else 2))
+    return _spec(_activation_shape(numel, _model_width(rng)), dtype)
+
+
+def _random_elementwise(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["elementwise"]):
+        dtype = rng.choice(("bfloat16", "float32"))
+        x = _random_activation(rng, dtype)
+        op, args, kwargs = rng.choice(_elementwise_calls(x, _spec(x.shape, "bool")))
+        yield make_case("elementwise", op, args, kwargs)
+
+
+def _random_reduction(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["reduction"]):
+        x = _random_activation(rng, rng.choice(("bfloat16", "float32")))
+        op, args = rng.choice((
+            ("aten::sum.dim_IntList", [x, [0]]), ("aten::sum.dim_IntList", [x, [-1], True]),
+            ("aten::mean.dim", [x, [-1], True]), ("aten::amax", [x, [-1], True]), ("aten::sum", [x]),
+        ))  # fmt: skip
+        yield make_case("reduction", op, args)
+
+
+def _random_copy(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["copy"]):
+        dtype = rng.choice(("bfloat16", "float32"))
+        x = _random_activation(rng, dtype)
+        other = "float32" if dtype == "bfloat16" else "bfloat16"
+        kind = rng.random()
+        if kind < 0.3:
+            yield make_case("copy", "aten::_to_copy", [x], {"dtype": getattr(torch, other)})
+        elif kind < 0.6:
+            yield make_case("copy", "aten::copy_", [x, _spec(x.shape, other if rng.random() < 0.5 else dtype)])
+        elif kind < 0.8 or len(x.shape) < 2:
+            yield make_case("copy", "aten::clone", [x])
+        else:
+            yield make_case("copy", "aten::clone", [_transposed(x.shape, dtype)], {"memory_format": torch.contiguous_format})
+
+
+def _random_foreach(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["foreach"]):
+        dtype = rng.choice(("float32", "float32", "bfloat16"))
+        numels = [_log_uniform(rng, 64, 1 << 24) for _ in range(_log_uniform(rng, 1, 512))]
+        if sum(numels) > 1 << 28:
+            continue
+        params, grads, moments = ([_spec((n,), dtype) for n in numels] for _ in range(3))
+        scalars = [0.5] * len(numels)
+        op, args = rng.choice((
+            ("aten::_foreach_add_.List", [params, grads]), ("aten::_foreach_mul_.Scalar", [params, 0.99]),
+            ("aten::_foreach_lerp_.Scalar", [params, grads, 0.1]),
+            ("aten::_foreach_addcmul_.Scalar", [params, grads, grads, 0.001]),
+            ("aten::_foreach_addcdiv_.ScalarList", [params, grads, moments, scalars]),
+            ("aten::_foreach_sqrt", [params]), ("aten::_foreach_norm.Scalar", [grads]),
+        ))  # fmt: skip
+        yield make_case("foreach", op, args, sleep_before=True)
+
+
+def _random_index(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["index"]):
+        dtype = rng.choice(("bfloat16", "float32"))
+        v, c, n = _log_uniform(rng, 64, 131072), _log_uniform(rng, 16, 8192, 16), _log_uniform(rng, 16, 131072)
+        if _nbytes((v, c), dtype) > GIB or _nbytes((n, c), dtype) > GIB:
+            continue
+        table, rows, idx = _spec((v, c), dtype), _spec((n, c), dtype), _spec((n,), "int64")
+        op, args = rng.choice((
+            ("aten::index_select", [table, 0, idx]), ("aten::index.Tensor", [table, [idx]]),
+            ("aten::index_add", [table, 0, idx, rows]), ("aten::index_put_", [table, [idx], rows, True]),
+        ))  # fmt: skip
+        yield make_case("index", op, args)
+
+
+_RANDOM_GRIDS: dict[str, Callable[[random.Random], Iterator[ProfileCase]]] = {
+    "gemm": _random_gemm,
+    "conv": _random_conv,
+    "sdpa": _random_sdpa,
+    "norm": _random_norm,
+    "softmax": _random_softmax,
+    "embedding": _random_embedding,
+    "elementwise": _random_elementwise,
+    "reduction": _random_reduction,
+    "copy": _random_copy,
+    "foreach": _random_foreach,
+    "index": _random_index,
+    "rnn": _random_rnn,
+}
+
+
 _GRIDS: dict[str, Callable[[bool, random.Random], Iterator[ProfileCase]]] = {
     "gemm": _gemm,
     "conv": _conv,
@@ -645,4 +892,5 @@ _GRIDS: dict[str, Callable[[bool, random.Random], Iterator[ProfileCase]]] = {
     "copy": _copy,
     "foreach": _foreach,
     "index": _index,
+    "rnn": _rnn,
 }

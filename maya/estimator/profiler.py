@@ -158,6 +158,7 @@ def run_profile(
     trace_dir: str | Path | None = None,
     seed: int = 0,
     flush_l2: bool = True,
+    random_only: bool = False,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -169,8 +170,10 @@ def run_profile(
         device: "cuda" (CUDA events, L2 flush) or "cpu" (perf_counter; CUDA-only ops skipped).
         quick: tiny grids and few repetitions, for tests.
         trace_dir: an emulated trace directory; its distinct kernel signatures are timed.
-        seed: seeds the random GEMM shapes and tensor contents.
+        seed: seeds the random shapes and tensor contents.
         flush_l2: flush the L2 cache before every timed run (cold inputs); False keeps them warm.
+        random_only: time only each family's random draws (shapes off the fixed grid), e.g. with
+            another seed, as a held-out set for `benchmarks/estimator_accuracy.py`.
 
     Returns:
         `out_dir` as a Path.
@@ -201,7 +204,7 @@ def run_profile(
                 continue
             (out_dir / "host_overhead.json").write_text(json.dumps({**overhead, **env}, indent=2))
             continue
-        cases = grid(family, quick=quick, seed=seed)
+        cases = grid(family, quick=quick, seed=seed, part="random" if random_only else "all")
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
         _write_rows(rows, out_dir / f"{family}.parquet")
@@ -429,6 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trace", type=Path, default=None, help="trace directory: time its kernel signatures")
     parser.add_argument("--seed", type=int, default=0, help="seed for random shapes and tensor contents")
     parser.add_argument(
+        "--random-only", action="store_true",
+        help="time only the random draws of each family (shapes off the fixed grid): a held-out set with another --seed",
+    )
+    parser.add_argument(
         "--warm-l2", action="store_true",
         help="do not flush the L2 cache between runs (inputs stay cache-resident, as when the previous op wrote them)",
     )
@@ -441,7 +448,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = run_profile(
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
-        flush_l2=not args.warm_l2,
+        flush_l2=not args.warm_l2, random_only=args.random_only,
     )
     print(out)
     return 0
