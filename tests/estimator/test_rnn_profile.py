@@ -80,3 +80,25 @@ def test_full_grid_spans_training_within_its_caps():
                    bidirectional=True, dtype="float32")  # fmt: skip
     assert big.forward_flops() > MAX_FORWARD_FLOPS and not fits(big)
     assert all(math.prod(c.input_shapes[0]) > 0 for c in cases)
+
+
+def test_rnn_ops_without_a_fitted_model_fall_back_to_the_roofline(fitted, tmp_path, caplog):
+    import logging
+    from pathlib import Path
+
+    import maya
+    from maya.estimator.estimate import estimate_trace
+    from maya.trace import read_rank_trace
+
+    models_dir, report = fitted
+    assert RNN not in report.families  # the CPU profiles have no rnn rows
+    script = Path(__file__).parents[2] / "benchmarks/validation/workloads/lstm_lm.py"
+    argv = ["--batch-size", "4", "--seq-len", "8", "--hidden-size", "64", "--steps", "1", "--warmup", "0"]
+    summary = maya.emulate(script, argv, trace_dir=tmp_path / "t")
+    assert summary.exit_code == 0, summary.error
+    with caplog.at_level(logging.WARNING, logger="maya.estimator.estimate"):
+        df = estimate_trace(read_rank_trace(tmp_path / "t", 0), models_dir=models_dir, exact=False)
+    rnn = df[df["op"].isin(["aten::_cudnn_rnn", "aten::_cudnn_rnn_backward"])]
+    assert len(rnn) == 2 and set(rnn["estimate_source"]) == {"roofline"}
+    assert (rnn["duration_us"] > 0).all() and rnn["low_confidence"].all()
+    assert any("aten::_cudnn_rnn (1)" in r.getMessage() for r in caplog.records)
