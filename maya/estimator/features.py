@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from maya.estimator.families import CONV, ELEMENTWISE, GEMM, OP_FAMILIES, SDPA, families_of  # noqa: F401 (re-export)
+from maya.estimator.families import CONV, ELEMENTWISE, GEMM, OP_FAMILIES, RNN, SDPA, families_of  # noqa: F401 (re-export)
 from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
 from maya.estimator.tensor_columns import MAX_RANK, TensorColumn, as_arrow, list_parts
 from maya.hardware import GpuSpec
@@ -53,11 +53,16 @@ SDPA_FEATURES = (
     "log2_batch", "heads_q", "heads_kv", "log2_seq_q", "log2_seq_k", "head_dim", "causal", "gqa_ratio",
     "has_mask", "dropout", "is_backward",
 )
+RNN_FEATURES = (
+    "rnn_mode", "log2_hidden", "log2_input_size", "num_layers", "bidirectional", "log2_seq", "log2_batch",
+    "is_backward",
+)
 
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
     GEMM: COMMON_FEATURES + GEMM_FEATURES,
     CONV: COMMON_FEATURES + CONV_FEATURES,
     SDPA: COMMON_FEATURES + SDPA_FEATURES,
+    RNN: COMMON_FEATURES + RNN_FEATURES,
 }
 """Feature list of each family's model; families not listed use `COMMON_FEATURES`."""
 
@@ -104,6 +109,9 @@ _SDPA_ARGS = {
     "aten::_efficient_attention_forward": (0, 3, 8, 9, True),
     "aten::_efficient_attention_backward": (1, 4, 11, 14, True),
 }
+# Position of `mode` in each cuDNN RNN op; hidden_size, proj_size, num_layers, batch_first follow it,
+# then dropout, train, bidirectional, batch_sizes.
+_RNN_MODE_ARG = {"aten::_cudnn_rnn": 6, "aten::_cudnn_rnn_backward": 10}
 
 
 def _log2(x: np.ndarray) -> np.ndarray:
@@ -247,9 +255,9 @@ def extract_features(
     f["log2_roofline_us"] = np.log2(roofline_duration_us(flops, bytes_, peak, gpu.memory_bandwidth_bytes_per_s))
 
     f.update(_gemm_features(ops, family, in_shapes, in_strides))
-    for name in dict.fromkeys(CONV_FEATURES + SDPA_FEATURES):
+    for name in dict.fromkeys(CONV_FEATURES + SDPA_FEATURES + RNN_FEATURES):
         f.setdefault(name, np.full(rows, np.nan))
-    attr_rows = np.flatnonzero(np.isin(family, [CONV, SDPA]))
+    attr_rows = np.flatnonzero(np.isin(family, [CONV, SDPA, RNN]))
     if len(attr_rows):
         _attr_features(table.take(pa.array(attr_rows)), attr_rows, f)
     return pd.DataFrame(f)
@@ -307,7 +315,7 @@ def _prod(values) -> float:
 
 
 def _attr_features(table: pa.Table, rows: np.ndarray, f: dict[str, np.ndarray]) -> None:
-    """Convolution and attention parameters, read from attrs one row at a time (few rows)."""
+    """Convolution, attention and RNN parameters, read from attrs one row at a time (few rows)."""
     for at, op, shapes, strides, out_shapes, attrs_text in zip(
         rows,
         table.column("op").to_pylist(),
@@ -325,6 +333,8 @@ def _attr_features(table: pa.Table, rows: np.ndarray, f: dict[str, np.ndarray]) 
         values = _conv_values(base, attrs, shapes, strides, out_shapes) if base in _CONV_ARGS else None
         if base in _SDPA_ARGS:
             values = _sdpa_values(base, attrs, shapes)
+        if base in _RNN_MODE_ARG:
+            values = _rnn_values(base, attrs, shapes)
         for name, value in (values or {}).items():
             f[name][at] = value
 
@@ -380,3 +390,22 @@ def _sdpa_values(base: str, attrs: dict, shapes: list) -> dict | None:
         "is_backward": float(base.endswith("_backward")),
     }
 
+
+def _rnn_values(base: str, attrs: dict, shapes: list) -> dict | None:
+    at = _RNN_MODE_ARG[base]
+    x = _tensor_shape(_arg(attrs, 0, "input"), shapes)
+    args = attrs.get("args", [])
+    if not x or len(args) <= at + 8:
+        return None
+    mode, hidden, _proj, layers, batch_first = args[at : at + 5]
+    bidirectional, batch_sizes = args[at + 7], args[at + 8]
+    if batch_sizes:  # packed: [tokens, features], one batch size per step
+        steps, batch = len(batch_sizes), batch_sizes[0]
+    else:
+        steps, batch = (x[1], x[0]) if batch_first else (x[0], x[1])
+    return {
+        "rnn_mode": float(mode), "log2_hidden": np.log2(max(hidden, 1)), "log2_input_size": np.log2(max(x[-1], 1)),
+        "num_layers": float(layers), "bidirectional": float(bool(bidirectional)),
+        "log2_seq": np.log2(max(steps, 1)), "log2_batch": np.log2(max(batch, 1)),
+        "is_backward": float(base.endswith("_backward")),
+    }

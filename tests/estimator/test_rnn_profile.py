@@ -6,6 +6,7 @@ import json
 import math
 
 import pyarrow.parquet as pq
+import pytest
 import torch
 import torch.nn as nn
 
@@ -102,3 +103,28 @@ def test_rnn_ops_without_a_fitted_model_fall_back_to_the_roofline(fitted, tmp_pa
     assert len(rnn) == 2 and set(rnn["estimate_source"]) == {"roofline"}
     assert (rnn["duration_us"] > 0).all() and rnn["low_confidence"].all()
     assert any("aten::_cudnn_rnn (1)" in r.getMessage() for r in caplog.records)
+
+
+def test_rnn_rows_get_cell_depth_and_sequence_features():
+    import pyarrow as pa
+
+    from maya.emulator.op_cost import op_cost
+    from maya.estimator.features import extract_features, features_for_family
+
+    rows = []
+    for case in grid("rnn", quick=True):
+        flops, nbytes = op_cost(case.op, case.input_shapes, case.input_dtypes, [], [], case.attrs)
+        rows.append({
+            "op": case.op, "input_shapes": [list(s) for s in case.input_shapes],
+            "input_dtypes": list(case.input_dtypes), "input_strides": [list(s) for s in case.input_strides],
+            "output_shapes": [[1]], "output_dtypes": ["float32"], "output_strides": [[1]],
+            "attrs": json.dumps(case.attrs), "flops": flops, "bytes": nbytes,
+        })  # fmt: skip
+    f = extract_features(pa.Table.from_pylist(rows), load_gpu("h200"))
+    assert set(features_for_family(RNN)) <= set(f.columns)
+    # The quick grid: a 2-layer LSTM (input 8, hidden 16, 5 steps of 3) and a bidirectional GRU (4 steps of 2).
+    lstm_backward, gru_forward = f.iloc[1], f.iloc[2]
+    assert (lstm_backward["rnn_mode"], lstm_backward["num_layers"], lstm_backward["is_backward"]) == (2, 2, 1)
+    assert lstm_backward["log2_hidden"] == 4 and lstm_backward["log2_input_size"] == 3
+    assert 2 ** lstm_backward["log2_seq"] == pytest.approx(5) and 2 ** lstm_backward["log2_batch"] == pytest.approx(3)
+    assert (gru_forward["rnn_mode"], gru_forward["bidirectional"], 2 ** gru_forward["log2_seq"]) == (3, 1, 4)
