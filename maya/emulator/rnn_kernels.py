@@ -139,9 +139,17 @@ def _cudnn_rnn_flatten_weight_kernel(
     return torch.empty((numel,), dtype=weight_arr[0].dtype, device=weight_arr[0].device)
 
 
+def _cudnn_init_dropout_state_kernel(
+    dropout, train, dropout_seed, *, dtype=None, layout=None, device=None, pin_memory=False
+):
+    """cuDNN's dropout RNG states; their size (cudnnDropoutGetStatesSize) is not modelled."""
+    return torch.empty((0,), dtype=torch.uint8, device=device)
+
+
 FUSED_RNN_KERNELS = {
     aten._cudnn_rnn.default: _cudnn_rnn_kernel,
     aten._cudnn_rnn_backward.default: _cudnn_rnn_backward_kernel,
     aten._cudnn_rnn_flatten_weight.default: _cudnn_rnn_flatten_weight_kernel,
+    aten._cudnn_init_dropout_state.default: _cudnn_init_dropout_state_kernel,
 }
 """Fake kernels EmulatorFakeMode runs for these ops instead of PyTorch's meta kernels."""

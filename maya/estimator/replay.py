@@ -417,27 +417,31 @@ def _embedding_bag_backward(args: list, kwargs: dict) -> None:
     _substitute(args, fwd, {3: 1, 4: 2, 5: 3})
 
 
-def _cudnn_rnn_flat_weights(args: list, kwargs: dict) -> None:
+def _cudnn_rnn_inputs(args: list, kwargs: dict) -> None:
     # (input, weight[], weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers,
     #  batch_first, dropout, train, bidirectional, batch_sizes, dropout_state): a weight buffer laid
-    # out as cuDNN wants it, with the weights as views into it (what flatten_parameters() leaves).
+    # out as cuDNN wants it, with the weights as views into it (what flatten_parameters() leaves),
+    # and the dropout state cuDNN needs for dropout between layers (traces record none).
     if args[3] is not None:
         args[3] = torch._cudnn_rnn_flatten_weight(
             args[1], args[2], args[0].shape[-1], args[6], args[7], args[8], args[9], args[10], args[13]
         )
+    if args[11] > 0 and args[12] and args[15] is None:
+        args[15] = torch._cudnn_init_dropout_state(args[11], True, 0, dtype=torch.uint8, device=args[0].device)
 
 
 def _cudnn_rnn_backward(args: list, kwargs: dict) -> None:
     # backward(input, weight[], weight_stride0, weight_buf, hx, cx, output, grad_output, grad_hy,
     #          grad_cy, mode, ..., dropout_state, reserve, output_mask): forward args are 0-5, 10-19.
     forward = [*args[:6], *args[10:20]]
-    _cudnn_rnn_flat_weights(forward, kwargs)
+    _cudnn_rnn_inputs(forward, kwargs)
     fwd = torch.ops.aten._cudnn_rnn.default(*forward)
+    args[19] = forward[15]
     _substitute(args, fwd, {3: 4, 6: 0, 20: 3})
 
 
 _FORWARD_FIRST: dict[str, Callable[[list, dict], None]] = {
-    "_cudnn_rnn": _cudnn_rnn_flat_weights,
+    "_cudnn_rnn": _cudnn_rnn_inputs,
     "_cudnn_rnn_backward": _cudnn_rnn_backward,
     "_scaled_dot_product_cudnn_attention_backward": _cudnn_attention_backward,
     "_scaled_dot_product_flash_attention_backward": _flash_attention_backward,

@@ -58,6 +58,12 @@ def test_rnn_replays_build_and_run_on_the_emulated_gpu():
                 assert out[3].numel() > 0 and out[0].shape[:2] == x_shape[:2]
             else:
                 assert tuple(out[0].shape) == x_shape and replay.args[20].numel() > 0
+        # A traced LSTM with dropout between layers (the trace records no dropout state).
+        backward = grid("rnn", quick=True)[1]
+        attrs = {"args": [*backward.attrs["args"][:15], 0.5, *backward.attrs["args"][16:]], "kwargs": {}}
+        replay = build_replay(backward.op, backward.input_shapes, backward.input_dtypes, backward.input_strides, attrs)
+        assert replay.args[19] is not None
+        replay()
 
 
 def test_cpu_profile_of_the_rnn_family_skips_cuda_only_ops(tmp_path):
