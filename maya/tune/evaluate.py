@@ -15,10 +15,12 @@ import statistics
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from maya.tune.candidate import Candidate, PrunedConfig, resolve_candidate
+from maya.tune.accum_extrapolation import extrapolate_figures, extrapolation_counts, memory_segments
+from maya.tune.candidate import Candidate, PrunedConfig, resolve_candidate, script_argv
 from maya.tune.cost import INFEASIBLE_OBJECTIVE, objective_value, time_to_train_s, training_cost_usd
 from maya.tune.outcome import CacheUse, TrialOutcome, TrialStatus
 from maya.tune.resimulate import resimulate
@@ -65,15 +67,12 @@ def evaluate(
         "price_per_gpu_hour_usd": candidate.cluster.price_per_gpu_hour_usd,
         "argv": " ".join(candidate.argv),
     }
+    counts = extrapolation_counts(candidate.accum, candidate.pp) if study.extrapolate_accum else None
     try:
-        inputs = emulation_inputs(
-            script_sha256=file_sha256(study.script), argv=candidate.argv, gpu=candidate.cluster.gpu,
-            tp=candidate.tp, pp=candidate.pp, dp=candidate.dp, dp_mode=candidate.dp_mode,
-        )
-        key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
-        with cache.lock(key):
-            recorded, figures, use = _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs,
-                                                        emulate or emulate_with_log)
+        if counts is None:
+            recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log)
+        else:
+            recorded, figures, use = _extrapolated(study, config, candidate, counts, cache, emulate or emulate_with_log)
     except Exception as e:
         return _failed(e, started, **launch)
     elapsed = time.perf_counter() - started
@@ -82,6 +81,35 @@ def evaluate(
                             objective=INFEASIBLE_OBJECTIVE, peak_allocated_bytes=recorded.get("peak_allocated_bytes"),
                             peak_reserved_bytes=recorded.get("peak_reserved_bytes"), cache=use, evaluate_s=elapsed, **launch)
     return _with_cost(study, candidate, figures, use, elapsed, launch)
+
+
+def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Callable[..., Any]):
+    """(cluster-independent end or None, figures or None, where they came from) of `candidate` as it is."""
+    inputs = emulation_inputs(
+        script_sha256=file_sha256(study.script), argv=candidate.argv, gpu=candidate.cluster.gpu,
+        tp=candidate.tp, pp=candidate.pp, dp=candidate.dp, dp_mode=candidate.dp_mode,
+    )
+    key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
+    with cache.lock(key):
+        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate)
+
+
+def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate, counts: tuple[int, int],
+                  cache: TraceCache, emulate: Callable[..., Any]):
+    """`_figures` of `candidate` extrapolated from two smaller micro-batch counts (each its own cache entry).
+
+    Memory does not shrink as micro-batches are added, so a small count that runs out of memory (or
+    fails) ends the configuration with that count's outcome.
+    """
+    figures, uses = {}, []
+    for accum in counts:
+        small = replace(candidate, accum=accum, argv=script_argv(study, config, accum))
+        recorded, figures[accum], use = _figures(study, small, cache, emulate)
+        uses.append(use)
+        if recorded is not None:
+            return {**recorded, "reason": f"{recorded['reason']} (at accum={accum}, emulated to extrapolate to accum={candidate.accum})"}, None, use
+    use = CacheUse.MISS if CacheUse.MISS in uses else CacheUse.RESIMULATED if CacheUse.RESIMULATED in uses else CacheUse.HIT
+    return None, extrapolate_figures(figures, candidate.accum), use
 
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
@@ -176,10 +204,17 @@ def steady_step_ms(iteration_ms: list[float]) -> float | None:
 
 
 def figures_from_summary(summary, trace_dir: Path) -> dict:
-    """The cached figures of a finished `EmulationSummary`."""
+    """The cached figures of a finished `EmulationSummary`, with the peak's parts for extrapolation
+    (`maya.tune.accum_extrapolation.memory_segments` of every emulated rank, and the rank the peak is of)."""
+    from maya.trace.store import read_meta
+
     iteration_ms = [it.time_ms for it in summary.iterations if it.time_ms is not None]
     extra = summary.extra
+    representative = read_meta(trace_dir).get("rank_to_representative") or {}
+    slowest = extra.get("slowest_rank", summary.emulated_ranks[0])
     return {
+        "memory_segments": memory_segments(trace_dir, summary.emulated_ranks),
+        "memory_rank": int(representative.get(str(slowest), slowest)),
         "iteration_ms": iteration_ms,
         "step_time_ms": steady_step_ms(iteration_ms),
         "peak_allocated_bytes": summary.peak_allocated_bytes,
@@ -196,7 +231,7 @@ def _with_cost(study: Study, candidate: Candidate, figures: dict, use: CacheUse,
     common = {
         "peak_allocated_bytes": figures["peak_allocated_bytes"], "peak_reserved_bytes": figures["peak_reserved_bytes"],
         "cache": use, "evaluate_s": elapsed, "breakdown_ms": figures["breakdown_ms"], "top_ops": figures["top_ops"],
-        "timeline": figures["timeline"], **launch,
+        "timeline": figures["timeline"], "accum_emulated": _counts_text(figures.get("accum_emulated")), **launch,
     }
     if step_ms is None:
         return TrialOutcome(status=TrialStatus.FAILED, objective=INFEASIBLE_OBJECTIVE,
@@ -215,6 +250,11 @@ def _with_cost(study: Study, candidate: Candidate, figures: dict, use: CacheUse,
                             reason=f"non-finite prediction: step_time_ms={step_ms}", **common)
     return TrialOutcome(status=TrialStatus.OK, objective=value, step_time_ms=step_ms, time_to_train_s=time_s,
                         cost_usd=cost, **common)
+
+
+def _counts_text(counts: list[int] | None) -> str | None:
+    """`[8, 16]` -> "8,16" (a results-table cell)."""
+    return ",".join(map(str, counts)) if counts else None
 
 
 def _failed(error: BaseException, started: float, **launch) -> TrialOutcome:

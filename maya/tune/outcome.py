@@ -59,6 +59,9 @@ class TrialOutcome:
     """Data-parallel degree."""
     accum: int | None = None
     """Gradient accumulation steps."""
+    accum_emulated: str | None = None
+    """The two smaller micro-batch counts ("8,16") whose emulations `step_time_ms` and the peaks were
+    extrapolated from (maya.tune.accum_extrapolation); None: `accum` itself was emulated."""
     gpu: str | None = None
     """GPU catalog key."""
     price_per_gpu_hour_usd: float | None = None

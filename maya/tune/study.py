@@ -42,7 +42,7 @@ DEFAULT_FLAGS: Mapping[str, str | None] = {
 
 RESULT_COLUMNS: tuple[str, ...] = (
     "trial_id", "status", "reason", "objective", "step_time_ms", "time_to_train_s", "cost_usd",
-    "peak_allocated_bytes", "peak_reserved_bytes", "world_size", "gpus_per_node", "dp", "accum",
+    "peak_allocated_bytes", "peak_reserved_bytes", "world_size", "gpus_per_node", "dp", "accum", "accum_emulated",
     "gpu", "price_per_gpu_hour_usd", "cache", "argv", "error",
 )
 """Columns of the results table that a search-space key may not shadow."""
@@ -139,6 +139,9 @@ class Study:
     """A configuration fits when its peak reserved memory is at most this share of the GPU's."""
     tp_within_node: bool = True
     """Prune configurations whose tensor-parallel group spans nodes (tp > gpus_per_node)."""
+    extrapolate_accum: bool = True
+    """Emulate two small micro-batch counts and extrapolate to a configuration's accum when that is
+    cheaper (maya.tune.accum_extrapolation); False: emulate every accum as it is."""
     flags: Mapping[str, str | None] = field(default_factory=lambda: dict(DEFAULT_FLAGS))
     """Script flag of each layout dimension and of `accum`; None: the script has no such flag."""
     check: Callable[[Mapping[str, Any]], str | None] | None = None

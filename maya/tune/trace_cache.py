@@ -9,6 +9,10 @@ Two keys split what the emulator decides from what only the simulator models:
 - the *simulation key* hashes the cluster's topology (nodes, GPUs per node, links; not its name or
   price), or is `single-gpu` for a one-GPU job, whose time no link affects.
 
+A configuration of many micro-batches is not emulated at its own accum: its figures are extrapolated
+from the entries of two small counts (`maya.tune.accum_extrapolation`), whose argv carry those
+counts, so the configuration's own accum is in no key.
+
 Layout of `ROOT/<emulation key>/`:
 
     inputs.json            what the key was made of (for people)

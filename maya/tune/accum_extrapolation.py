@@ -1,0 +1,127 @@
+"""Micro-batch extrapolation: predict a configuration's many micro-batches from two small counts.
+
+A configuration's gradient accumulation (`accum`, the pipeline's number of micro-batches) follows
+from the global batch: accum = global_batch / (micro_batch * dp), often 64 to 1,024 at Llama scale.
+The emulator records every op of every micro-batch, so its cost grows with accum, while the figures
+the tuner needs grow affinely with it once the schedule is in steady state:
+
+    step_time(a)  = step_time(a2)  + (a - a2) * (step_time(a2)  - step_time(a1))  / (a2 - a1)
+    peak_bytes(a) = peak_bytes(a2) + (a - a2) * (peak_bytes(a2) - peak_bytes(a1)) / (a2 - a1)
+
+Without a pipeline, each extra micro-batch adds one forward and backward (and, with DDP or FSDP,
+one gradient reduction) and no memory after the second (the gradients exist by then), so the
+counts are a1 = 2, a2 = 3. With pp stages the counts are a1 = pp, a2 = 2 * pp (multiples of pp,
+which the interleaved schedule needs): from accum >= pp on, GPipe, 1F1B and interleaved 1F1B add
+the same forward and backward per extra micro-batch. The one-time work of a step (optimizer state,
+the optimizer step) is in both counts and cancels out of the slope.
+
+Peak memory is the maximum of two affine parts, so each is extrapolated on its own and the larger
+is kept (`MemorySegments`). The *body* of an iteration (up to its last backward op) peaks with the
+micro-batches in flight; its *tail* (after it) starts from everything the schedule kept and, with
+torch.distributed.pipelining, concatenates every micro-batch's output of the last stage: it grows
+faster, and becomes the peak past some micro-batch count that the small counts may not reach.
+Reserved memory grows in allocator segments and is not affine; it is taken as the extrapolated
+allocated peak times the reserved/allocated ratio of the larger count.
+
+This is an approximation. benchmarks/accum_extrapolation.py measures its error against full
+emulations (benchmarks/results/accum_extrapolation.json) and tests/tune/test_accum_extrapolation.py
+bounds it on a tiny GPT. A configuration whose accum is at most a1 + a2 is emulated as it is (that
+costs no more than the two small counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+NO_PIPELINE_COUNTS: tuple[int, int] = (2, 3)
+"""Micro-batch counts emulated without a pipeline: the second is the first in steady state."""
+
+
+def extrapolation_counts(accum: int, pp: int) -> tuple[int, int] | None:
+    """The two micro-batch counts to emulate for a configuration, or None to emulate `accum` itself.
+
+    Args:
+        accum: the configuration's micro-batches per optimizer step.
+        pp: its pipeline-parallel degree (stages; 1 without a pipeline).
+
+    Returns:
+        (a1, a2) with a1 < a2 < accum and a1 + a2 < accum, else None.
+    """
+    a1, a2 = NO_PIPELINE_COUNTS if pp == 1 else (pp, 2 * pp)
+    return (a1, a2) if a1 + a2 < accum else None
+
+
+def memory_segments(trace_dir: str | Path, ranks: Iterable[int]) -> dict[str, list[int]]:
+    """Peak allocated bytes of each rank's iteration bodies and tails (see the module docstring).
+
+    Args:
+        trace_dir: a complete trace directory.
+        ranks: the emulated ranks to read.
+
+    Returns:
+        {str(rank): [body peak, tail peak]} in bytes (JSON keys: the figures are cached as JSON).
+    """
+    from maya.trace.store import read_rank_trace
+
+    segments = {}
+    for rank in ranks:
+        table = read_rank_trace(trace_dir, rank).select(["iteration", "phase", "allocated_bytes"]).to_pydict()
+        last_backward: dict[int, int] = {}
+        for i, (iteration, phase) in enumerate(zip(table["iteration"], table["phase"])):
+            if phase == "backward":
+                last_backward[iteration] = i
+        body = tail = 0
+        for i, (iteration, allocated) in enumerate(zip(table["iteration"], table["allocated_bytes"])):
+            if i > last_backward.get(iteration, len(table["iteration"])):
+                tail = max(tail, allocated)
+            else:
+                body = max(body, allocated)
+        segments[str(rank)] = [body, tail]
+    return segments
+
+
+def _affine(v1: float, v2: float, a1: int, a2: int, accum: int) -> float:
+    return v2 + (accum - a2) * (v2 - v1) / (a2 - a1)
+
+
+def extrapolate_figures(figures: Mapping[int, Mapping[str, Any]], accum: int) -> dict[str, Any]:
+    """The figures of `accum` micro-batches from the cached figures of two smaller counts.
+
+    Args:
+        figures: {a1: figures, a2: figures} as `maya.tune.evaluate.figures_from_summary` makes them
+            (`step_time_ms`, `iteration_ms`, peaks in bytes, `breakdown_ms`, ...).
+        accum: the micro-batch count to predict.
+
+    Returns:
+        Figures of the same shape: times, peaks and the breakdown extrapolated (see the module
+        docstring; the figures' `memory_segments` and `memory_rank` give the peak's two parts); top ops, timeline and trace directory are those of the larger count, and
+        `accum_emulated` lists the two counts.
+    """
+    (a1, f1), (a2, f2) = sorted(figures.items())
+    derived = dict(f2)
+    derived.pop("emulate_s", None)
+    derived["iteration_ms"] = [_affine(x, y, a1, a2, accum) for x, y in zip(f1["iteration_ms"], f2["iteration_ms"])]
+    if f1["step_time_ms"] is not None and f2["step_time_ms"] is not None:
+        derived["step_time_ms"] = _affine(f1["step_time_ms"], f2["step_time_ms"], a1, a2, accum)
+    derived["peak_allocated_bytes"] = _extrapolated_peak(f1, f2, a1, a2, accum)
+    ratio = f2["peak_reserved_bytes"] / f2["peak_allocated_bytes"] if f2["peak_allocated_bytes"] else 1.0
+    derived["peak_reserved_bytes"] = round(derived["peak_allocated_bytes"] * ratio)
+    breakdown1, breakdown2 = f1.get("breakdown_ms") or {}, f2.get("breakdown_ms") or {}
+    derived["breakdown_ms"] = {
+        k: max(0.0, _affine(breakdown1.get(k, 0.0), v, a1, a2, accum)) for k, v in breakdown2.items()
+        if isinstance(v, (int, float))
+    }
+    derived["accum_emulated"] = [a1, a2]
+    return derived
+
+
+def _extrapolated_peak(f1: Mapping[str, Any], f2: Mapping[str, Any], a1: int, a2: int, accum: int) -> int:
+    """The larger of the extrapolated body and tail peaks of the rank that `f2` reports, bytes; the
+    whole peak extrapolated when the segments are missing."""
+    rank = str(f2.get("memory_rank"))
+    s1, s2 = (f.get("memory_segments") or {} for f in (f1, f2))
+    if rank not in s1 or rank not in s2:
+        return round(_affine(f1["peak_allocated_bytes"], f2["peak_allocated_bytes"], a1, a2, accum))
+    return round(max(_affine(x, y, a1, a2, accum) for x, y in zip(s1[rank], s2[rank])))
