@@ -8,7 +8,8 @@ On an emulated 16-node cluster:    maya emulate --nnodes 16 --nproc-per-node 8 e
 Model flags: --seq, --dim, --layers, --heads, --vocab. Training flags: --batch (the micro-batch per
 rank; --micro-batch is the same flag), --accum (micro-batches per step: gradient accumulation, or the
 pipeline's micro-batches), --precision {bf16,fp16,fp32}, --checkpoint {none,reentrant,nonreentrant},
---optimizer {adamw,sgd}, --steps. Parallelism (the world size comes from torchrun):
+--optimizer {adamw,sgd}, --steps, --init-device {cuda,meta} (meta: allocate only this rank's shard of
+the parameters instead of building every stage in fp32 on the GPU first). Parallelism (the world size comes from torchrun):
 --tp (tensor parallel, Megatron column/row-wise plans on DTensor), --pp (pipeline stages, split by
 layers) with --pp-schedule {gpipe,1f1b,interleaved} (interleaved gives each rank 2 stages), and
 --dp {ddp,fsdp} for the remaining data-parallel degree world_size / (tp * pp).
@@ -43,6 +44,9 @@ def parse_args(argv=None):
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
     p.add_argument("--pp-schedule", choices=["gpipe", "1f1b", "interleaved"], default="1f1b")
+    p.add_argument("--init-device", choices=["cuda", "meta"], default="cuda",
+                   help="cuda: build each stage in fp32 on the GPU, then shard it; meta: build it on the meta "
+                        "device, shard it, then allocate and initialise only this rank's shard (torchtitan's order)")
     return p.parse_args(argv)
 
 
@@ -139,6 +143,48 @@ def clip_grad_norm(params, max_norm):
         torch.nn.utils.clip_grad_norm_(group, max_norm)
 
 
+def materialize(model, device, fsdp):
+    """Allocate a model built on the meta device (after sharding: only this rank's shards) and initialise it."""
+    swap = torch.__future__.get_swap_module_params_on_conversion()
+    # Swapping parameters in place keeps wte/lm_head tied; FSDP's own to_empty keeps its shared
+    # parameters and refuses the swap.
+    torch.__future__.set_swap_module_params_on_conversion(not fsdp)
+    try:
+        model.to_empty(device=device)
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(swap)
+    # GPT-2's initialisation (weights N(0, 0.02), biases 0, LayerNorm 1 and 0), on each rank's own
+    # shard: the replicated parameters get constants, so every rank holds the same values.
+    def local(param):
+        return param.to_local() if hasattr(param, "to_local") else param
+
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding, nn.LayerNorm)):
+                local(module.weight).fill_(1.0) if isinstance(module, nn.LayerNorm) else local(module.weight).normal_(0.0, 0.02)
+                if getattr(module, "bias", None) is not None:
+                    local(module.bias).zero_()
+    return model
+
+
+def build(args, mesh, device, **stage):
+    """The whole model or one stage (`GPT`'s keywords), tensor- and data-parallel over `mesh` (None: one GPU)."""
+    if args.init_device == "cuda":
+        model = GPT(args, **stage).to(device)
+    else:
+        with torch.device("meta"):
+            model = GPT(args, **stage)
+    if mesh is not None and args.tp > 1:
+        tensor_parallel(model, mesh["tp"])
+    if args.init_device == "meta" and (mesh is None or args.dp == "ddp"):
+        materialize(model, device, fsdp=False)  # DDP broadcasts and buckets real parameters when it wraps the model
+    if mesh is not None:
+        model = data_parallel(model, args, mesh["dp"])
+    if args.init_device == "meta" and mesh is not None and args.dp == "fsdp":
+        materialize(model, device, fsdp=True)
+    return model
+
+
 def pipeline(args, mesh, device):
     """This rank's stages and the schedule that runs them (torch.distributed.pipelining)."""
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
@@ -151,10 +197,7 @@ def pipeline(args, mesh, device):
     stage_ids = [pp_rank + i * pp for i in range(per_rank)]  # interleaved: rank r holds stages r and r + pp
     stages, modules = [], []
     for s in stage_ids:
-        model = GPT(args, layers=args.layers // n_stages, first=s == 0, last=s == n_stages - 1).to(device)
-        if args.tp > 1:
-            tensor_parallel(model, mesh["tp"])
-        model = data_parallel(model, args, mesh["dp"])
+        model = build(args, mesh, device, layers=args.layers // n_stages, first=s == 0, last=s == n_stages - 1)
         modules.append(model)
         # Stage inputs and outputs, given up front (no shape-inference round trip at the first step):
         # token ids into the first stage, the residual stream between stages, logits out of the last.
@@ -193,11 +236,7 @@ def main():
         modules, schedule, is_first, is_last = pipeline(args, mesh, device)
         params = [p for m in modules for p in m.parameters()]
     else:
-        model = GPT(args).to(device)
-        if mesh is not None:
-            if args.tp > 1:
-                tensor_parallel(model, mesh["tp"])
-            model = data_parallel(model, args, mesh["dp"])
+        model = build(args, mesh, device)
         params = list(model.parameters())
     if args.optimizer == "adamw":
         opt = torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1)

@@ -11,9 +11,12 @@ micro-batch, activation checkpointing, and DGX H100 clusters of 8 to 128 nodes a
 
 Configurations whose degrees do not divide the world size, the global batch, the 64 heads or the
 80 layers, or that leave a pipeline with fewer micro-batches than stages, are pruned before any
-emulation. Configurations that differ only in price share one emulation (the trace cache). Many
-configurations run out of memory: torch.distributed.pipelining keeps the last stage's output of
-every micro-batch until the step ends, so a pipeline of many micro-batches does not fit.
+emulation. Configurations that differ only in price share one emulation (the trace cache), and a
+configuration of many micro-batches is extrapolated from emulations of two small counts
+(maya/tune/accum_extrapolation.py). The script builds its layers on the meta device and allocates
+only each rank's shard (--init-device meta). Many pipelined configurations still run out of memory:
+torch.distributed.pipelining keeps the last stage's output of every micro-batch (logits of 128,256
+tokens per position) until the step ends, and concatenates them at its end.
 """
 
 from ray import tune
@@ -25,14 +28,12 @@ script = "train_gpt.py"
 # prediction differs from later ones only by the optimizer state's one-time allocation.
 script_args = [
     "--steps", "1", "--seq", "4096", "--dim", "8192", "--layers", str(LAYERS), "--heads", str(HEADS),
-    "--vocab", "128256", "--precision", "bf16",
+    "--vocab", "128256", "--precision", "bf16", "--init-device", "meta",
 ]
 
 search_space = {
     "tp": tune.choice([1, 2, 4, 8]),
-    # train_gpt.py builds each rank's share of the layers in fp32 on the GPU before sharding it: with
-    # fewer than 4 pipeline stages that share of 65B parameters alone exceeds an H100's 80 GB.
-    "pp": tune.choice([4, 8, 16]),
+    "pp": tune.choice([1, 2, 4, 8, 16]),
     "pp_schedule": tune.choice(["1f1b", "interleaved"]),
     "dp_mode": tune.choice(["ddp", "fsdp"]),
     "micro_batch": tune.choice([1, 2, 4, 8]),

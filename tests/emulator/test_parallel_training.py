@@ -50,6 +50,7 @@ JOBS = [
     (SCRIPTS / "fsdp_padding.py", ["--keep-unsharded"], 0),
     (GPT, [*TINY, "--dp", "fsdp"], 0),
     (GPT, [*TINY, "--tp", "2", "--dp", "fsdp"], 0),
+    (GPT, [*TINY, "--dp", "fsdp", "--init-device", "meta"], 0),
     *((GPT, [*PP, "--pp-schedule", schedule, "--dp", dp], rank) for schedule, dp, rank, _, _ in PIPELINE_CASES),
 ]
 
@@ -137,6 +138,20 @@ def test_fsdp_gpt_gathers_each_block_once_per_pass_and_steps_on_shards(emulate_r
     steps = [r for r in rows if r["iteration"] == 1 and r["op"] == "aten::_foreach_addcdiv_.ScalarList"]
     assert len(steps) == 1 and steps[0]["phase"] == "optimizer"
     assert [V // 2, C] in steps[0]["input_shapes"] and [V, C] not in steps[0]["input_shapes"]
+
+
+def test_meta_init_allocates_only_this_ranks_shard(emulate_rank_isolated):
+    # By default each rank builds the whole model in fp32 on the GPU, then FSDP shards it; with
+    # --init-device meta, rank 0 of 2 only ever allocates its half before the first step's batch.
+    full_bytes = (ROOT_PARAMS + L * BLOCK_PARAMS) * F32
+
+    def build_peak_bytes(args):
+        rows = _rows(emulate_rank_isolated(GPT, [*TINY, "--dp", "fsdp", *args], rank=0, world_size=2))
+        first_batch = next(i for i, r in enumerate(rows) if r["op"] == "aten::randint.low")
+        return max(r["allocated_bytes"] for r in rows[:first_batch])
+
+    assert build_peak_bytes([]) >= full_bytes
+    assert full_bytes // 2 <= build_peak_bytes(["--init-device", "meta"]) < full_bytes // 2 + MiB
 
 
 # -- Tensor parallelism ----------------------------------------------------------------------------
