@@ -85,7 +85,7 @@ class ValueHints:
             return
         first = args[0] if args else None
         hint = self.get(first)
-        base = name.split("::", 1)[1].split(".", 1)[0]
+        base = _base_name(name)
         if base in _COMPARE:
             self._compare(base, args, out)
         elif hint is None:
@@ -169,6 +169,12 @@ class ValueHints:
             self.set(out, Hint(value=hint.density * per_output))
         elif hint.value is not None and name.startswith("aten::sum"):
             self.set(out, Hint(value=hint.value * per_output))
+
+
+@functools.cache
+def _base_name(name: str) -> str:
+    """`aten::eq.Scalar` -> `eq`."""
+    return name.partition("::")[2].partition(".")[0]
 
 
 @functools.cache
