@@ -632,6 +632,14 @@ def _index(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 yield make_case("index", "aten::gather", [logits, 1, picks])
                 yield make_case("index", "aten::scatter_add", [logits, 1, picks, _spec((n, 1), dtype)])
                 yield make_case("index", "aten::scatter.src", [logits, 1, picks, _spec((n, 1), dtype)])
+    # A leading full slice, then index tensors: DLRM's pairwise interactions `dots[:, rows, cols]`
+    # (Naumov et al. 2019) over 27 feature vectors, and the accumulating index_put of its backward.
+    for dtype in ("float32",) if quick else ("float32", "bfloat16"):
+        for batch, n in [(4, 5)] if quick else [(b, n) for b in (1024, 4096, 16384) for n in (27, 64)]:
+            dots, pairs = _spec((batch, n, n), dtype), n * (n - 1) // 2
+            rows, cols = _spec((pairs,), "int64"), _spec((pairs,), "int64")
+            yield make_case("index", "aten::index.Tensor", [dots, [None, rows, cols]])
+            yield make_case("index", "aten::index_put", [dots, [None, rows, cols], _spec((batch, pairs), dtype), True])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -204,3 +204,18 @@ def test_encode_arguments_round_trips_through_build_replay():
     assert r.inputs[0].stride() == (1, 8)
     again = encode_arguments(r.args, r.kwargs)
     assert again == (attrs, shapes, dtypes, strides)
+
+
+def test_leading_slice_index_put_accumulates_like_dlrm_interactions():
+    from maya.estimator.profile_grid import grid
+
+    put = next(c for c in grid("index", quick=True) if c.op == "aten::index_put")
+    assert put.attrs["args"][1][0] is None and put.attrs["args"][3] is True
+    r = build_replay(put.op, put.input_shapes, put.input_dtypes, put.input_strides, put.attrs, device="cpu")
+    dots, rows, cols, values = r.inputs
+    assert rows.max() < 5 and cols.max() < 5
+    expected = dots.clone()
+    for b in range(4):
+        for p in range(rows.numel()):
+            expected[b, rows[p], cols[p]] += values[b, p]
+    torch.testing.assert_close(r(), expected)
