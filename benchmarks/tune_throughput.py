@@ -30,6 +30,7 @@ def main() -> None:
     p.add_argument("--num-samples", type=int, default=1000, help="trials to ask for (hyperopt, random)")
     p.add_argument("--out", help="study output directory (default: a new temporary one)")
     p.add_argument("--json", metavar="PATH", help="write the measured figures here")
+    p.add_argument("--note", default="", help="what else ran on the machine, kept in the JSON")
     args = p.parse_args()
 
     import ray
@@ -61,15 +62,27 @@ def main() -> None:
         "pruned": int((table["status"] == "pruned").sum()),
         "evaluated_not_pruned": int(len(evaluated)),
         "emulations": int(len(emulated)),
+        "extrapolated": int((table["accum_emulated"].notna() | table["reason"].fillna("").str.contains("to extrapolate")).sum()),
+        "fits": int((table["status"] == "ok").sum()),
         "cache_hit_rate": results.cache_hit_rate,
         "median_emulation_trial_s": float(emulated["evaluate_s"].median()) if len(emulated) else None,
         "best": results.best_config,
         "ray_cpus": cpus,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "commit": _commit(),
+        "note": args.note,
     }
     print(json.dumps(figures, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def _commit() -> str | None:
+    """The repository's HEAD commit, if git can tell."""
+    import subprocess
+
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or None
 
 
 if __name__ == "__main__":
