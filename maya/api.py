@@ -33,6 +33,7 @@ def emulate(
     dedup: bool = True,
     verify_dedup: bool = False,
     progress: Callable[[str], None] | None = None,
+    variant_families: list[int] | None = None,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -50,6 +51,9 @@ def emulate(
             False emulates every rank.
         verify_dedup: also emulate a second member of every class and fail if its trace differs.
         progress: called with one line per emulation step of a multi-rank run.
+        variant_families: with several ranks, the group families that change a rank's trace, from
+            the meta.json (`variant_families`) of an emulation of the same script and layout; the
+            probe ranks that would find them are not emulated. None: probe.
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
@@ -61,7 +65,8 @@ def emulate(
     trace_dir = Path(trace_dir) if trace_dir is not None else Path(tempfile.mkdtemp(prefix="maya-trace-"))
     if world_size > 1:
         return _emulate_world(
-            script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress
+            script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
+            variant_families,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -104,7 +109,7 @@ def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: 
 
 def _emulate_world(
     script, args: list[str], gpu: str, world_size: int, local_world_size: int, trace_dir: Path,
-    dedup: bool, verify_dedup: bool, progress,
+    dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes on Ray actors, then time the whole job."""
     from maya.predict import predict
@@ -114,7 +119,7 @@ def _emulate_world(
     try:
         world = emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
-            verify_dedup=verify_dedup, progress=progress,
+            verify_dedup=verify_dedup, progress=progress, variant_families=variant_families,
         )
     except RankFailedError as e:
         failed = e.result
@@ -148,6 +153,7 @@ def _emulate_world(
         "world_size": world_size, "gpu": gpu, "emulated_ranks": reps, "script": str(script), "args": list(args),
         "rank_to_representative": {str(r): rep for r, rep in world.rank_to_representative.items()},
         "nproc_per_node": local_world_size,
+        "variant_families": world.variant_families if dedup else None,
     })
     return EmulationSummary(
         world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations,

@@ -83,15 +83,17 @@ def evaluate(
     return _with_cost(study, candidate, figures, use, elapsed, launch)
 
 
-def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Callable[..., Any]):
-    """(cluster-independent end or None, figures or None, where they came from) of `candidate` as it is."""
+def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Callable[..., Any],
+             variant_families: list[int] | None = None):
+    """(cluster-independent end or None, figures or None, where they came from) of `candidate` as it is;
+    `variant_families` as `maya.emulate` takes them."""
     inputs = emulation_inputs(
         script_sha256=file_sha256(study.script), argv=candidate.argv, gpu=candidate.cluster.gpu,
         tp=candidate.tp, pp=candidate.pp, dp=candidate.dp, dp_mode=candidate.dp_mode,
     )
     key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
     with cache.lock(key):
-        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate)
+        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, variant_families)
 
 
 def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate, counts: tuple[int, int],
@@ -99,12 +101,15 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     """`_figures` of `candidate` extrapolated from two smaller micro-batch counts (each its own cache entry).
 
     Memory does not shrink as micro-batches are added, so a small count that runs out of memory (or
-    fails) ends the configuration with that count's outcome.
+    fails) ends the configuration with that count's outcome. The second count is emulated without
+    probe ranks: the first one found which group families change a rank's trace, and the micro-batch
+    count does not change that.
     """
-    figures, uses = {}, []
+    figures, uses, variant = {}, [], None
     for accum in counts:
         small = replace(candidate, accum=accum, argv=script_argv(study, config, accum))
-        recorded, figures[accum], use = _figures(study, small, cache, emulate)
+        recorded, figures[accum], use = _figures(study, small, cache, emulate, variant)
+        variant = (figures[accum] or {}).get("variant_families")
         uses.append(use)
         if recorded is not None:
             return {**recorded, "reason": f"{recorded['reason']} (at accum={accum}, emulated to extrapolate to accum={candidate.accum})"}, None, use
@@ -113,7 +118,7 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
 
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
-                       emulate: Callable[..., Any]):
+                       emulate: Callable[..., Any], variant_families: list[int] | None = None):
     """(cluster-independent end or None, figures or None, where they came from); called under the key's lock."""
     recorded = cache.read_outcome(key)
     if recorded is not None:
@@ -132,7 +137,7 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     trace_dir = cache.new_trace_dir(key, sim_key)
     started = time.perf_counter()
     summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
-                      nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir)
+                      nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir, variant_families=variant_families)
     emulate_s = time.perf_counter() - started
     if summary.exit_code != 0:
         recorded = _script_end(summary, candidate)
@@ -149,7 +154,8 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     return None, figures, CacheUse.MISS
 
 
-def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path):
+def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,
+                     variant_families: list[int] | None = None):
     """`maya.emulate` into `trace_dir`, the script's own prints (loss lines, progress bars) going to
     `trace_dir/script.log`."""
     from maya.api import emulate
@@ -157,7 +163,8 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
     with open(trace_dir / "script.log", "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir)
+        return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
+                       variant_families=variant_families)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:
@@ -210,11 +217,13 @@ def figures_from_summary(summary, trace_dir: Path) -> dict:
 
     iteration_ms = [it.time_ms for it in summary.iterations if it.time_ms is not None]
     extra = summary.extra
-    representative = read_meta(trace_dir).get("rank_to_representative") or {}
+    meta = read_meta(trace_dir)
+    representative = meta.get("rank_to_representative") or {}
     slowest = extra.get("slowest_rank", summary.emulated_ranks[0])
     return {
         "memory_segments": memory_segments(trace_dir, summary.emulated_ranks),
         "memory_rank": int(representative.get(str(slowest), slowest)),
+        "variant_families": meta.get("variant_families"),
         "iteration_ms": iteration_ms,
         "step_time_ms": steady_step_ms(iteration_ms),
         "peak_allocated_bytes": summary.peak_allocated_bytes,

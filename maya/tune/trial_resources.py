@@ -43,7 +43,7 @@ def max_concurrent_trials(study: Study, multi_rank: bool, cluster_cpus: float) -
 
 
 def emulate_outside_trial(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int,
-                          trace_dir: Any):
+                          trace_dir: Any, variant_families: list[int] | None = None):
     """`maya.tune.evaluate.emulate_with_log` in a Ray task on this node, outside the trial's placement group."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -53,4 +53,5 @@ def emulate_outside_trial(script: str, argv: list[str], *, gpu: str, nnodes: int
     # An explicit node-affinity strategy also opts the task out of the trial's placement group.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     task = ray.remote(emulate_with_log).options(num_cpus=1 if nnodes * nproc_per_node == 1 else 0, scheduling_strategy=here)
-    return ray.get(task.remote(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir))
+    return ray.get(task.remote(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
+                               variant_families=variant_families))

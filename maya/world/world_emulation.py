@@ -3,7 +3,8 @@
 The phases (see `maya.world.rank_classes` for why they are enough):
 1. rank 0, which yields the script's process-group table;
 2. one probe rank per informative group family, in parallel, to learn which families change a
-   rank's trace;
+   rank's trace (skipped when the caller already knows, from an emulation of the same script and
+   layout, e.g. at another micro-batch count);
 3. the remaining class representatives, in parallel;
 4. with `verify_dedup`, one more member of every class of several ranks, compared row by row.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,6 +138,7 @@ def emulate_world(
     dedup: bool = True,
     verify_dedup: bool = False,
     progress: Callable[[str], None] | None = None,
+    variant_families: Sequence[int] | None = None,
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -149,6 +151,9 @@ def emulate_world(
         dedup: emulate one rank per class; False emulates every rank.
         verify_dedup: also emulate another member of every multi-rank class and compare traces.
         progress: called with one line per step, for a terminal or a log.
+        variant_families: indices of the group families whose position changes a rank's trace, as
+            an earlier emulation of the same script and layout found them (its
+            `WorldEmulation.variant_families`); skips the probe phase. None: probe.
 
     Raises:
         RankFailedError: the script failed on a rank (its traceback and rank are in the message).
@@ -164,8 +169,9 @@ def emulate_world(
     results = pool.run([0], "rank 0 (its group table decides the rank classes)")
     fams = families(results[0].groups, world_size)
     useful = informative(fams, world_size)
-    probes = {f.index: probe_rank(f, [o for o in useful if o is not f], world_size) for f in useful}
-    results.update(pool.run([p for p in probes.values() if p is not None], "one probe rank per group family"))
+    if variant_families is None:
+        probes = {f.index: probe_rank(f, [o for o in useful if o is not f], world_size) for f in useful}
+        results.update(pool.run([p for p in probes.values() if p is not None], "one probe rank per group family"))
     known: dict[int, str] = {}
 
     def fingerprint(rank: int) -> str:
@@ -174,7 +180,10 @@ def emulate_world(
             known[rank] = trace_fingerprint(results[rank].table, rank, fams)
         return known[rank]
 
-    variant = [f for f in useful if probes[f.index] is None or fingerprint(probes[f.index]) != fingerprint(0)]
+    if variant_families is None:
+        variant = [f for f in useful if probes[f.index] is None or fingerprint(probes[f.index]) != fingerprint(0)]
+    else:
+        variant = [f for f in useful if f.index in set(variant_families)]
     rep = classes(world_size, variant)
     progress(
         f"{len(set(rep.values()))} rank class(es) over {world_size} ranks; group families "

@@ -44,6 +44,22 @@ def test_ddp_world_of_64_emulates_rank_0_and_one_probe(ray_local, tmp_path):
     assert meta["world_size"] == 64 and meta["rank_to_representative"] == {str(r): 0 for r in range(64)}
 
 
+def test_known_variant_families_skip_the_probes(ray_local, tmp_path):
+    # Mesh (pp, dp, tp) at 8: the first run probes ranks 1 (tp), 2 (dp) and 4 (pp) and finds that only
+    # the pipeline family varies; given that, a second run (another micro-batch count) emulates rank 0
+    # and the other stage's representative only, and finds the same classes.
+    args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--steps", "1"]
+    first = maya.emulate(GPT, [*args, "--accum", "2"], nproc_per_node=8, trace_dir=tmp_path / "a2")
+    assert first.exit_code == 0, first.error
+    assert sorted(first.extra["emulation_s"], key=int) == ["0", "1", "2", "4"]
+    variant = read_meta(first.trace_dir)["variant_families"]
+    assert len(variant) == 1
+    second = maya.emulate(GPT, [*args, "--accum", "4"], nproc_per_node=8, trace_dir=tmp_path / "a4", variant_families=variant)
+    assert second.exit_code == 0, second.error
+    assert sorted(second.extra["emulation_s"], key=int) == ["0", "4"]
+    assert second.extra["rank_classes"] == first.extra["rank_classes"]
+
+
 def test_tp_pp_dp_mix_at_8_has_one_class_per_pipeline_stage(ray_local, tmp_path):
     args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2"]
     s = maya.emulate(GPT, args, nproc_per_node=8, trace_dir=tmp_path / "t", verify_dedup=True)
