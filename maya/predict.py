@@ -14,6 +14,8 @@ import pyarrow as pa
 
 from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_params
 from maya.estimator.estimate import estimate_trace, source_shares
+from maya.estimator.exact_table import ExactTable
+from maya.estimator.model_set import load_model_set, resolve_models_dir
 from maya.estimator.host_cost import host_costs_us
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
 from maya.simulator import RankBreakdown, SimulationParams, export_chrome_trace, simulate
@@ -81,6 +83,7 @@ def predict(
     trace_dir: str | os.PathLike | None = None,
     timeline_path: str | os.PathLike | None = None,
     params: SimulationParams | None = None,
+    exact: str | os.PathLike | None = None,
 ) -> Prediction:
     """Estimate every representative rank's trace on GPUs of type `gpu`, simulate the job, summarise.
 
@@ -98,6 +101,9 @@ def predict(
         params: host, overlap and NCCL calibration of the simulation; default: the NCCL fits shipped
             for `gpu` (maya/estimator/data/<gpu>/nccl_fits.json) and the measured compute slow-down beside them;
             datasheet values and no slow-down otherwise.
+        exact: op times measured on a real `gpu` for this trace (`maya profile --trace` output: its
+            `exact.parquet` or the directory); they take precedence over the shipped exact table
+            and the models for the signatures they hold.
 
     Raises:
         ValueError: `cluster`'s GPU is not `gpu`, the job does not fit the cluster, or the ranks are
@@ -108,9 +114,10 @@ def predict(
         cluster = cluster_for_gpu(gpu, world_size)
     elif cluster.gpu != gpu:
         raise ValueError(f"cluster {cluster.name!r} has gpu={cluster.gpu!r} but the ops are estimated for gpu={gpu!r}")
+    exact_table = _user_exact_table(exact, gpu) if exact is not None else None
     estimated = {}
     for rank, table in tables.items():
-        df = estimate_trace(table, gpu=gpu)
+        df = estimate_trace(table, gpu=gpu, exact=exact_table)
         df["host_us"] = host_costs_us(df, gpu)
         estimated[rank] = df
     if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
@@ -167,3 +174,12 @@ def _top(table: pd.DataFrame, key: str) -> list[dict]:
         {key: row[key], **{k: row[k] for k in extra}, "gpu_ms": row["total_us"] / 1000.0, "share": row["share"]}
         for row in table.head(TOP_N).to_dict("records")
     ]
+
+
+def _user_exact_table(path: str | os.PathLike, gpu: str) -> ExactTable:
+    """The measured table at `path` over the shipped exact table of `gpu`'s models."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"exact table {path} does not exist (make it with `maya profile --trace TRACE_DIR --out DIR`)")
+    models = load_model_set(str(resolve_models_dir(gpu, None)))
+    return ExactTable.load(path).overlaid(models.exact)

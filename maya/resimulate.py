@@ -31,6 +31,7 @@ def simulate_trace_dir(
     samples_per_iteration: int | None = None,
     tokens_per_iteration: int | None = None,
     params: SimulationParams | None = None,
+    exact: str | os.PathLike | None = None,
 ) -> EmulationSummary:
     """Estimate and simulate the traces of a finished `maya emulate` run on a cluster; same summary shape.
 
@@ -47,6 +48,8 @@ def simulate_trace_dir(
         samples_per_iteration: samples the whole job consumes per iteration (for samples/s).
         tokens_per_iteration: tokens the whole job consumes per iteration (for tokens/s).
         params: host, overlap and NCCL calibration of the simulation.
+        exact: op times of this trace measured on a real GPU of the target type (`maya profile
+            --trace TRACE_DIR --out DIR`: DIR or DIR/exact.parquet); used before the models.
 
     Returns:
         The summary, with `gpu` the cluster's GPU and `emulated_gpu` the one the trace was recorded
@@ -75,7 +78,7 @@ def simulate_trace_dir(
     prediction = predict(
         tables, spec.gpu, cluster=spec, rank_to_representative=representative,
         timeline_path=timeline_path if timeline_path is not None else trace_dir / f"timeline-{spec.name}.json",
-        params=params,
+        params=params, exact=exact,
     )
     iterations = _iterations(tables[prediction.slowest_rank], prediction.iteration_ms)
     return EmulationSummary(

@@ -29,6 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="samples the whole job consumes per iteration (global batch size), for samples/s")
     p.add_argument("--tokens-per-iteration", type=int, metavar="N",
                    help="tokens the whole job consumes per iteration, for tokens/s")
+    p.add_argument("--exact", metavar="PATH",
+                   help="op times measured for this trace on a real GPU of the target type (the output of "
+                   "`maya profile --trace TRACE_DIR --out DIR`: DIR or DIR/exact.parquet); used before the models")
     p.set_defaults(run=run)
 
 
@@ -45,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
             timeline_path=args.timeline,
             samples_per_iteration=args.samples_per_iteration,
             tokens_per_iteration=args.tokens_per_iteration,
+            exact=args.exact,
         )
     except (FileNotFoundError, ValueError, SimulationDeadlockError) as e:
         print(f"maya simulate: error: {e}", file=sys.stderr)

@@ -69,6 +69,15 @@ class ExactTable:
         pq.write_table(pa.table({"key": pa.array(self.keys, pa.uint64()), "duration_us": self.duration_us}), path)
         return path
 
+    def overlaid(self, other: ExactTable | None) -> ExactTable:
+        """This table's entries, with `other`'s filling the signatures this one lacks."""
+        if other is None or not len(other.keys):
+            return self
+        missing = np.isnan(self.lookup(other.keys))
+        keys = np.concatenate([self.keys, other.keys[missing]])
+        order = np.argsort(keys, kind="stable")
+        return ExactTable(keys=keys[order], duration_us=np.concatenate([self.duration_us, other.duration_us[missing]])[order])
+
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Measured duration (us) of each key, NaN where the signature was never profiled."""
         keys = np.asarray(keys, dtype=np.uint64)

@@ -81,3 +81,26 @@ def test_bad_trace_dirs_and_clusters_fail_naming_the_problem(gpt_run, tmp_path):
     copy2 = _copy_with_meta(trace_dir, tmp_path / "b", world_size=2, rank_to_representative={"0": 0, "1": 0})
     with pytest.raises(ValueError, match=r"world_size=2 > nodes=1 \* gpus_per_node=1 = 1 GPUs of cluster 'two'"):
         maya.simulate_trace_dir(copy2, cluster=spec)
+
+
+def test_exact_table_from_maya_profile_trace_takes_precedence(gpt_run, tmp_path):
+    """`maya profile --trace` times the trace's own signatures; `maya simulate --exact` uses those times."""
+    from maya.estimator.profiler import run_profile
+
+    _, trace_dir = gpt_run
+    profiled = run_profile(tmp_path / "exact", device="cpu", quick=True, trace_dir=trace_dir)
+    default = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "a.json")
+    measured = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "b.json", exact=profiled)
+    shares = measured.extra["estimate_sources"]
+    assert shares.get("exact", 0.0) > 0.9, shares  # nearly every kernel was timed (the rest: memcpy, failures)
+    assert default.extra["estimate_sources"].get("exact", 0.0) < shares["exact"]
+    # The CPU times an op far slower than the H200 models predict: the exact times decided the step.
+    assert measured.median_iteration_ms > 2 * default.median_iteration_ms
+    file_form = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "c.json", exact=profiled / "exact.parquet")
+    assert file_form.median_iteration_ms == pytest.approx(measured.median_iteration_ms)
+
+
+def test_missing_exact_table_is_named(gpt_run, tmp_path):
+    _, trace_dir = gpt_run
+    with pytest.raises(FileNotFoundError, match="maya profile --trace"):
+        maya.simulate_trace_dir(trace_dir, exact=tmp_path / "nowhere")
