@@ -15,11 +15,12 @@ which the interleaved schedule needs): from accum >= pp on, GPipe, 1F1B and inte
 the same forward and backward per extra micro-batch. The one-time work of a step (optimizer state,
 the optimizer step) is in both counts and cancels out of the slope.
 
-Peak memory is the maximum of two affine parts, so each is extrapolated on its own and the larger
-is kept (`MemorySegments`). The *body* of an iteration (up to its last backward op) peaks with the
-micro-batches in flight; its *tail* (after it) starts from everything the schedule kept and, with
-torch.distributed.pipelining, concatenates every micro-batch's output of the last stage: it grows
-faster, and becomes the peak past some micro-batch count that the small counts may not reach.
+Peak memory is the maximum of affine parts, so each is extrapolated on its own and the largest is
+kept (`memory_segments`). The *body* of an iteration (up to its last backward op) peaks with the
+micro-batches in flight; its *tail* (after it, up to the optimizer step) starts from everything the
+schedule kept and, with torch.distributed.pipelining, concatenates every micro-batch's output of
+the last stage: it grows faster, and becomes the peak past some micro-batch count that the small
+counts may not reach; the optimizer *step* (from its first op on) adds its state to what is left.
 Reserved memory grows in allocator segments and is not affine; it is taken as the extrapolated
 allocated peak times the reserved/allocated ratio of the larger count.
 
@@ -61,24 +62,28 @@ def memory_segments(trace_dir: str | Path, ranks: Iterable[int]) -> dict[str, li
         ranks: the emulated ranks to read.
 
     Returns:
-        {str(rank): [body peak, tail peak]} in bytes (JSON keys: the figures are cached as JSON).
+        {str(rank): [body peak, tail peak, step peak]} in bytes (JSON keys: the figures are cached as JSON).
     """
     from maya.trace.store import read_rank_trace
 
     segments = {}
     for rank in ranks:
         table = read_rank_trace(trace_dir, rank).select(["iteration", "phase", "allocated_bytes"]).to_pydict()
+        iterations, phases = table["iteration"], table["phase"]
         last_backward: dict[int, int] = {}
-        for i, (iteration, phase) in enumerate(zip(table["iteration"], table["phase"])):
+        for i, (iteration, phase) in enumerate(zip(iterations, phases)):
             if phase == "backward":
                 last_backward[iteration] = i
-        body = tail = 0
-        for i, (iteration, allocated) in enumerate(zip(table["iteration"], table["allocated_bytes"])):
-            if i > last_backward.get(iteration, len(table["iteration"])):
-                tail = max(tail, allocated)
+        peaks = [0, 0, 0]  # body, tail, optimizer step
+        in_step = None
+        for i, (iteration, phase, allocated) in enumerate(zip(iterations, phases, table["allocated_bytes"])):
+            if i <= last_backward.get(iteration, len(iterations)):
+                part = 0
             else:
-                body = max(body, allocated)
-        segments[str(rank)] = [body, tail]
+                in_step = iteration if phase == "optimizer" else in_step
+                part = 2 if in_step == iteration else 1
+            peaks[part] = max(peaks[part], allocated)
+        segments[str(rank)] = peaks
     return segments
 
 
@@ -118,8 +123,8 @@ def extrapolate_figures(figures: Mapping[int, Mapping[str, Any]], accum: int) ->
 
 
 def _extrapolated_peak(f1: Mapping[str, Any], f2: Mapping[str, Any], a1: int, a2: int, accum: int) -> int:
-    """The larger of the extrapolated body and tail peaks of the rank that `f2` reports, bytes; the
-    whole peak extrapolated when the segments are missing."""
+    """The largest of the extrapolated segment peaks of the rank that `f2` reports, bytes; the whole
+    peak extrapolated when the segments are missing."""
     rank = str(f2.get("memory_rank"))
     s1, s2 = (f.get("memory_segments") or {} for f in (f1, f2))
     if rank not in s1 or rank not in s2:
