@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from maya.estimator.host_cost import LIST_ENTRIES_PER_PARAMETER, host_costs_us, host_overhead
+from maya.estimator.host_cost import LIST_ENTRIES_PER_PARAMETER, composite_op_extra_us, host_costs_us, host_overhead
 
 
 def test_each_kind_of_row_pays_its_measured_cost():
@@ -54,3 +54,25 @@ def test_ddp_host_rows_pay_fixed_plus_per_parameter():
     rows = pd.DataFrame({"kind": ["host"], "phase": ["forward"], "op": ["ddp:step"], "input_shapes": [[]],
                          "attrs": [json.dumps({"ops": 148})]})
     assert host_costs_us(rows)[0] == pytest.approx(c["ddp_step_us"] + 148 * c["ddp_param_us"])
+
+
+def test_sorting_and_multi_launch_ops_pay_their_measured_extra():
+    c = host_overhead("h200")
+    extra = composite_op_extra_us("h200")
+    rows = pd.DataFrame(
+        {
+            "kind": ["kernel", "kernel", "kernel", "kernel"],
+            "phase": ["backward", "backward", "forward", "forward"],
+            "op": ["aten::_embedding_bag_backward", "aten::index_put", "aten::nonzero", "aten::index_put_"],
+            "input_shapes": [[[4096, 128], [16384]], [[8192, 768], [2048], [2048, 768]], [[2, 8192]],
+                             [[8, 8], [4], [4]]],
+            "attrs": [None] * 4,
+        }
+    )
+    host = host_costs_us(rows)
+    # H200 Chrome traces: 32 launches per embedding-bag backward, 8-10 per accumulating index_put.
+    assert 80 < extra["aten::_embedding_bag_backward"] < 200 and 50 < extra["aten::index_put"] < 150
+    assert host[0] == pytest.approx(c["autograd_backward_op_us"] + extra["aten::_embedding_bag_backward"])
+    assert host[1] == pytest.approx(c["autograd_backward_op_us"] + extra["aten::index_put"])
+    assert host[2] == pytest.approx(c["module_forward_op_us"] + extra["aten::nonzero"])
+    assert host[3] == pytest.approx(c["module_forward_op_us"])  # in-place index_put_ without accumulate: one launch
