@@ -1,0 +1,93 @@
+"""Micro-batch extrapolation error: extrapolated step time and peak memory against a full emulation.
+
+For each case (a world of examples/train_gpt.py with a pipeline schedule, or gradient accumulation
+without a pipeline), emulates the two small micro-batch counts the tuner would
+(maya.tune.accum_extrapolation) and the configuration's own count, and reports the relative error of
+the extrapolated step time and peak allocated / reserved memory. Every emulation runs on a local Ray.
+
+    python benchmarks/accum_extrapolation.py --json benchmarks/results/accum_extrapolation.json
+    python benchmarks/accum_extrapolation.py --accum 32 --case pp4-1f1b
+"""
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "examples" / "train_gpt.py"
+# A laptop-scale GPT (8 layers of width 256, 512-token sequences) in bf16, one optimizer step.
+MODEL = ["--steps", "1", "--seq", "512", "--dim", "256", "--layers", "8", "--heads", "4", "--vocab", "8192",
+         "--batch", "2", "--precision", "bf16"]
+CASES = {
+    "accum-ddp2": (2, ["--dp", "ddp"]),
+    "accum-fsdp2": (2, ["--dp", "fsdp"]),
+    "pp2-gpipe": (2, ["--pp", "2", "--pp-schedule", "gpipe"]),
+    "pp2-1f1b": (2, ["--pp", "2", "--pp-schedule", "1f1b"]),
+    "pp2-interleaved": (2, ["--pp", "2", "--pp-schedule", "interleaved"]),
+    "pp4-1f1b-fsdp": (8, ["--pp", "4", "--pp-schedule", "1f1b", "--dp", "fsdp"]),
+}
+
+
+def figures(world_size: int, argv: list[str], accum: int, gpu: str) -> dict:
+    """Step time (ms) and peaks (bytes) of one emulation at `accum` micro-batches."""
+    from maya.api import emulate
+    from maya.tune.evaluate import figures_from_summary
+
+    trace_dir = Path(tempfile.mkdtemp(prefix="maya-accum-"))
+    started = time.perf_counter()
+    summary = emulate(str(SCRIPT), [*argv, "--accum", str(accum)], gpu=gpu, nproc_per_node=world_size, trace_dir=trace_dir)
+    if summary.exit_code != 0:
+        raise RuntimeError(f"accum={accum} {argv}: {summary.error}")
+    return {**figures_from_summary(summary, trace_dir), "emulate_s": round(time.perf_counter() - started, 1)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--accum", type=int, default=24, help="the micro-batch count to predict (multiple of every pp)")
+    p.add_argument("--case", action="append", choices=sorted(CASES), help="cases to run (default: all)")
+    p.add_argument("--gpu", default="h100")
+    p.add_argument("--json", metavar="PATH", help="write the errors here")
+    args = p.parse_args()
+
+    import ray
+
+    from maya.tune.accum_extrapolation import extrapolate_figures, extrapolation_counts
+
+    ray.init(include_dashboard=False, log_to_driver=False)
+    rows = []
+    for name in args.case or sorted(CASES):
+        world_size, extra = CASES[name]
+        argv = [*MODEL, *extra]
+        pp = int(extra[extra.index("--pp") + 1]) if "--pp" in extra else 1
+        counts = extrapolation_counts(args.accum, pp)
+        if counts is None:
+            raise SystemExit(f"{name}: accum={args.accum} is emulated as it is (not above a1 + a2)")
+        small = {a: figures(world_size, argv, a, args.gpu) for a in counts}
+        full = figures(world_size, argv, args.accum, args.gpu)
+        derived = extrapolate_figures(small, args.accum)
+        row = {"case": name, "world_size": world_size, "argv": " ".join(extra), "accum": args.accum, "counts": list(counts),
+               "emulate_s": {str(a): f["emulate_s"] for a, f in {**small, args.accum: full}.items()}}
+        for key in ("step_time_ms", "peak_allocated_bytes", "peak_reserved_bytes"):
+            row[key] = {"emulated": full[key], "extrapolated": derived[key],
+                        "error": round((derived[key] - full[key]) / full[key], 4)}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    result = {
+        "command": "python benchmarks/accum_extrapolation.py " + " ".join(
+            [f"--accum {args.accum}", *(f"--case {c}" for c in args.case or [])]),
+        "model": " ".join(MODEL), "gpu": args.gpu, "cases": rows,
+        "max_abs_error": {k: max(abs(r[k]["error"]) for r in rows)
+                          for k in ("step_time_ms", "peak_allocated_bytes", "peak_reserved_bytes")},
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+    }
+    print(json.dumps(result["max_abs_error"]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
