@@ -190,6 +190,8 @@ class Study:
         unknown = sorted(set(self.flags) - set(DEFAULT_FLAGS))
         if unknown:
             raise StudyFieldError("flags", f"unknown layout dimensions {unknown}; known: {sorted(DEFAULT_FLAGS)}")
+        if not isinstance(self.extrapolate_accum, bool):
+            raise StudyFieldError("extrapolate_accum", f"extrapolate_accum={self.extrapolate_accum!r} must be True or False")
         if self.check is not None and not callable(self.check):
             raise StudyFieldError("check", f"must be a function of the configuration, got {type(self.check).__name__}")
         if self.time_budget_s is not None and not self.time_budget_s > 0:

@@ -91,6 +91,13 @@ def test_a_small_count_out_of_memory_ends_the_configuration(make_study, tmp_path
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1  # accum=3 was never emulated
 
 
+def test_extrapolate_accum_must_be_a_bool(make_study):
+    from maya.tune.study import StudyFieldError
+
+    with pytest.raises(StudyFieldError, match="extrapolate_accum='no' must be True or False"):
+        make_study(extrapolate_accum="no")
+
+
 def test_extrapolation_can_be_turned_off(make_study, tmp_path):
     from ray import tune
 
