@@ -47,8 +47,11 @@ GEMM_FEATURES = (
 CONV_FEATURES = (
     "log2_batch", "log2_c_in", "log2_c_out", "log2_spatial_in", "log2_spatial_out", "kernel_numel",
     "stride_prod", "dilation_prod", "log2_groups", "transposed", "channels_last", "conv_dims",
-    "is_backward", "output_mask",
+    "is_backward", "output_mask", "log2_gemm_m", "log2_gemm_n", "log2_gemm_k", "align_c_in", "align_c_out",
+    "align_h_in", "log2_h_in", "depthwise",
 )
+"""Convolution parameters, and the implicit GEMM cuDNN runs (M = N*Ho*Wo, N = Cout/groups,
+K = Cin/groups*kernel) with the power-of-two alignment of its channel and spatial sizes."""
 SDPA_FEATURES = (
     "log2_batch", "heads_q", "heads_kv", "log2_seq_q", "log2_seq_k", "head_dim", "causal", "gqa_ratio",
     "has_mask", "dropout", "is_backward",
@@ -356,7 +359,13 @@ def _conv_values(base: str, attrs: dict, shapes: list, strides: list, out_shapes
     mask = _arg(attrs, mask_pos, "output_mask", [True, True, True]) if mask_pos is not None else []
     x_strides = strides[x_arg["$t"]] if x_arg["$t"] < len(strides) else []
     channels_last = len(x) == 4 and len(x_strides) == 4 and x_strides[1] == 1 and x[1] > 1
+    c_out = w[1] * groups if transposed else w[0]
+    spatial_out = _prod(y[2:]) if len(y) > 2 else np.nan
     return {
+        "log2_gemm_m": np.log2(max(x[0] * spatial_out, 1)), "log2_gemm_n": np.log2(max(c_out / groups, 1)),
+        "log2_gemm_k": np.log2(max(x[1] / groups * _prod(w[2:]), 1)),
+        "align_c_in": _align64(x[1] // groups), "align_c_out": _align64(c_out // groups), "align_h_in": _align64(x[2]),
+        "log2_h_in": np.log2(max(x[2], 1)), "depthwise": float(groups > 1 and groups == x[1]),
         "log2_batch": np.log2(max(x[0], 1)), "log2_c_in": np.log2(max(x[1], 1)),
         "log2_c_out": np.log2(max(w[1] * groups if transposed else w[0], 1)),
         "log2_spatial_in": np.log2(max(_prod(x[2:]), 1)),
@@ -367,6 +376,12 @@ def _conv_values(base: str, attrs: dict, shapes: list, strides: list, out_shapes
         "is_backward": float(is_backward),
         "output_mask": float(sum(bool(bit) << i for i, bit in enumerate(mask or []))),
     }
+
+
+def _align64(x: int) -> float:
+    """log2 of the largest power of two (up to 64) dividing x."""
+    x = int(x)
+    return float(np.log2(min(x & -x, 64))) if x > 0 else 0.0
 
 
 def _sdpa_values(base: str, attrs: dict, shapes: list) -> dict | None:
