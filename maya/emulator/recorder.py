@@ -294,8 +294,12 @@ class Recorder(TorchDispatchMode):
             outputs=tuple(map(tensor_meta, outputs)),
             attrs=attrs,
         )
-        if src_gpu and not non_blocking:
-            self.state.add_row(EventKind.SYNC, "cuda:device_to_host", phase=phase, module=module)
+        if not non_blocking:
+            # A blocking copy between host and GPU, either way, ends in `stream_synchronize`
+            # (ATen's copy_kernel_cuda): the host waits for all earlier work on the stream, so a
+            # loop that copies each batch to the GPU starts every step with an idle GPU.
+            sync = "cuda:device_to_host" if src_gpu else "cuda:host_to_device"
+            self.state.add_row(EventKind.SYNC, sync, phase=phase, module=module)
         return True
 
     def _is_pinned(self, t: torch.Tensor) -> bool:

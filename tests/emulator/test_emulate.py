@@ -207,3 +207,26 @@ def test_topk_routing_sends_each_expert_its_uniform_share(scripts, tmp_path, cap
     table = read_rank_trace(s.trace_dir, 0).to_pandas()
     after = table.kind.shift(-1)[table.op.isin(["aten::nonzero", "aten::bincount"])]
     assert len(after) == 5 and (after == "sync").all()
+
+
+def test_blocking_host_to_gpu_copies_synchronise_the_stream(tmp_path):
+    # ATen's copy_kernel_cuda ends a copy with non_blocking=False in stream_synchronize, in both
+    # directions; a non-blocking copy from pinned memory does not wait.
+    script = tmp_path / "copies.py"
+    script.write_text(
+        "import torch\n"
+        "x = torch.randn(64, 64)\n"
+        "y = torch.randn(64, 64, device='cuda') @ torch.randn(64, 64, device='cuda')\n"
+        "a = x.to('cuda')\n"
+        "b = x.pin_memory().to('cuda', non_blocking=True)\n"
+        "c = a.cpu()\n"
+    )
+    s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    rows = read_rank_trace(s.trace_dir, 0).to_pandas()
+    rows = rows[rows.kind.isin(["memcpy", "sync"])]
+    assert list(zip(rows.kind, rows.op)) == [
+        ("memcpy", "aten::_to_copy"), ("sync", "cuda:host_to_device"),
+        ("memcpy", "aten::_to_copy"),
+        ("memcpy", "aten::_to_copy"), ("sync", "cuda:device_to_host"),
+    ]
