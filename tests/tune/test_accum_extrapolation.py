@@ -70,10 +70,12 @@ def test_extrapolated_pipeline_matches_a_full_emulation(ray_local, tmp_path, sch
     assert derived.accum == 16 and derived.accum_emulated == "2,4"
     full = evaluate(_pipeline_study(schedule, False), config, TraceCache(tmp_path / "full"))
     assert full.status is TrialStatus.OK and full.accum_emulated is None, full.error
-    # The bound: step time within 3% and the peaks within 5% of emulating all 16 micro-batches.
+    # The bound against emulating all 16 micro-batches: step time within 3%, peak allocated within 5%;
+    # reserved (the allocated peak times the larger count's reserved/allocated ratio) from -5% to +30%,
+    # as benchmarks/results/accum_extrapolation.json measured it (-0.7% to +25%).
     assert derived.step_time_ms == pytest.approx(full.step_time_ms, rel=0.03)
     assert derived.peak_allocated_bytes == pytest.approx(full.peak_allocated_bytes, rel=0.05)
-    assert derived.peak_reserved_bytes == pytest.approx(full.peak_reserved_bytes, rel=0.05)
+    assert -0.05 <= derived.peak_reserved_bytes / full.peak_reserved_bytes - 1 <= 0.30
     # The two small counts are cache entries of their own: the same configuration again emulates nothing.
     again = evaluate(_pipeline_study(schedule, True), config, TraceCache(tmp_path / "derived"))
     assert again.cache is CacheUse.HIT and again.step_time_ms == derived.step_time_ms
