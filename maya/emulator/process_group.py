@@ -107,8 +107,10 @@ class EmulatedProcessGroup(dist.ProcessGroup):
     def _runtime(self) -> NcclRuntime:
         return st.active().nccl
 
-    def new_group(self, ranks, timeout=None, pg_options=None, group_name=None, group_desc=None):
-        """c10d delegates every `new_group` call here, on members and non-members alike."""
+    def new_group(self, ranks, timeout=None, pg_options=None, group_name=None, group_desc=None, **_):
+        """c10d delegates every `new_group` call here, on members and non-members alike.
+
+        Keywords other torch versions pass (2.14 adds `backend`) do not change an emulated group."""
         ranks = tuple(int(r) for r in ranks)
         state = st.active()
         state.groups.append((str(group_name), ranks))
