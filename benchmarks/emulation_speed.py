@@ -46,7 +46,7 @@ def bare_rate(steps: int) -> tuple[int, float]:
         opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, foreach=True)
         for _ in range(steps):
             idx = torch.randint(0, args.vocab, (args.batch, args.seq))
-            model(idx, idx).backward()
+            example.loss_fn(model(idx), idx).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             opt.zero_grad(set_to_none=True)
