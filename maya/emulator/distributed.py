@@ -96,7 +96,6 @@ def install_distributed(patcher: Patcher) -> None:
         patcher.set(dist, name, fn)
         if hasattr(device_mesh, name):
             patcher.set(device_mesh, name, fn)
-    original_batch = c10d.batch_isend_irecv
 
     def batch_isend_irecv(p2p_op_list):
         """ProcessGroupNCCL posts the list as one NCCL group; every returned work waits for all of it."""
@@ -104,7 +103,15 @@ def install_distributed(patcher: Patcher) -> None:
         runtime = st.active().nccl
         runtime.start_batch(group.group_name)
         try:
-            works = original_batch(p2p_op_list)
+            # torch's own loop, without its coalescing check: from torch 2.14 that asks the group for
+            # a C++ backend, which an emulated group does not have.
+            c10d._check_p2p_op_list(p2p_op_list)
+            works = []
+            for p2p in p2p_op_list:
+                peer = {"group_dst" if p2p.op is c10d.isend else "group_src": p2p.group_peer}
+                work = p2p.op(p2p.tensor, group=p2p.group, tag=p2p.tag, **peer)
+                if work:
+                    works.append(work)
         finally:
             event = runtime.end_batch(group.group_name)
         return [EmulatedWork(runtime, event, []) for _ in works]
