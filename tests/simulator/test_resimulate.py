@@ -94,8 +94,10 @@ def test_exact_table_from_maya_profile_trace_takes_precedence(gpt_run, tmp_path)
     shares = measured.extra["estimate_sources"]
     assert shares.get("exact", 0.0) > 0.9, shares  # nearly every kernel was timed (the rest: memcpy, failures)
     assert default.extra["estimate_sources"].get("exact", 0.0) < shares["exact"]
-    # The CPU times an op far slower than the H200 models predict: the exact times decided the step.
-    assert measured.median_iteration_ms > 2 * default.median_iteration_ms
+    # The CPU runs an op far slower than the H200 models predict: the exact times decided the GPU time
+    # (the step of this tiny model may stay host-bound, so compare the GPU's busy time, not the step).
+    gpu_ms = lambda s: s.extra["breakdown_ms"]["compute_ms"]  # noqa: E731
+    assert gpu_ms(measured) > 1.5 * gpu_ms(default), (gpu_ms(measured), gpu_ms(default))
     file_form = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "c.json", exact=profiled / "exact.parquet")
     assert file_form.median_iteration_ms == pytest.approx(measured.median_iteration_ms)
 
