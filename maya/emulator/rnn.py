@@ -124,33 +124,18 @@ def _uses_cudnn(input: torch.Tensor, params) -> bool:
 
 def install_rnn(patcher: Patcher, autocast: AutocastState) -> None:
     """Route `_VF.lstm / gru / rnn_tanh / rnn_relu` on emulated CUDA tensors to `_cudnn_rnn`."""
-    original_lstm = _VF.lstm
-
-    def lstm(input, *args):
-        if isinstance(args[0], torch.Tensor):  # packed: (data, batch_sizes, hx, params, ...)
-            batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args
-            batch_first = False
-        else:
-            hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = args
-            batch_sizes = None
-        if not _uses_cudnn(input, params):
-            return original_lstm(input, *args)
-        return _run_cudnn(
-            RnnMode.LSTM, autocast, input, batch_sizes, hx[0], hx[1], params, has_biases, num_layers,
-            dropout, train, bidirectional, batch_first,
-        )  # fmt: skip
-
-    patcher.set(_VF, "lstm", lstm)
-    for name, mode in (("gru", RnnMode.GRU), ("rnn_tanh", RnnMode.RNN_TANH), ("rnn_relu", RnnMode.RNN_RELU)):
-        patcher.set(_VF, name, _single_state_rnn(getattr(_VF, name), mode, autocast))
+    for name, mode in (
+        ("lstm", RnnMode.LSTM), ("gru", RnnMode.GRU), ("rnn_tanh", RnnMode.RNN_TANH), ("rnn_relu", RnnMode.RNN_RELU),
+    ):  # fmt: skip
+        patcher.set(_VF, name, _cudnn_entry(getattr(_VF, name), mode, autocast))
     patcher.set(torch.nn.RNNBase, "flatten_parameters", _flatten_parameters(torch.nn.RNNBase.flatten_parameters))
 
 
-def _single_state_rnn(original, mode: RnnMode, autocast: AutocastState):
-    """`_VF.gru / rnn_tanh / rnn_relu`, whose hidden state is one tensor."""
+def _cudnn_entry(original, mode: RnnMode, autocast: AutocastState):
+    """`_VF.lstm / gru / rnn_tanh / rnn_relu`; the LSTM's hidden state is (h, c), the others' one tensor."""
 
     def rnn(input, *args):
-        if isinstance(args[1], torch.Tensor):  # packed: (data, batch_sizes, hx, params, ...)
+        if type(args[3]) is bool:  # packed: (batch_sizes, hx, params, has_biases, ...); else args[3] is num_layers
             batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args
             batch_first = False
         else:
@@ -158,11 +143,12 @@ def _single_state_rnn(original, mode: RnnMode, autocast: AutocastState):
             batch_sizes = None
         if not _uses_cudnn(input, params):
             return original(input, *args)
-        output, hy, _ = _run_cudnn(
-            mode, autocast, input, batch_sizes, hx, None, params, has_biases, num_layers, dropout, train,
+        h, c = (hx[0], hx[1]) if mode is RnnMode.LSTM else (hx, None)
+        output, hy, cy = _run_cudnn(
+            mode, autocast, input, batch_sizes, h, c, params, has_biases, num_layers, dropout, train,
             bidirectional, batch_first,
         )  # fmt: skip
-        return output, hy
+        return (output, hy, cy) if mode is RnnMode.LSTM else (output, hy)
 
     return rnn
 
