@@ -13,23 +13,16 @@ from __future__ import annotations
 
 import torch
 
+from maya.emulator.batch_norm import _suggested_memory_format
 from maya.emulator.fake_mode import is_emulated_cuda
 from maya.emulator.patcher import Patcher
-
-
-def _suggested(t: torch.Tensor) -> torch.memory_format:
-    """C++ `suggest_memory_format()` of a dense tensor."""
-    for dim, layout in ((4, torch.channels_last), (5, torch.channels_last_3d)):
-        if t.dim() == dim and not t.is_contiguous() and t.is_contiguous(memory_format=layout):
-            return layout
-    return torch.contiguous_format
 
 
 def cudnn_memory_format(input: torch.Tensor, weight: torch.Tensor) -> torch.memory_format:
     """The output layout cuDNN picks for a convolution of `input` by `weight`."""
     if torch.float64 in (input.dtype, weight.dtype):
         return torch.contiguous_format
-    formats = (_suggested(input), _suggested(weight))
+    formats = (_suggested_memory_format(input), _suggested_memory_format(weight))
     if weight.dim() == 4 and torch.channels_last in formats:
         return torch.channels_last
     if weight.dim() == 5 and torch.channels_last_3d in formats:
