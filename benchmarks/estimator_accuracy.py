@@ -110,7 +110,6 @@ def main() -> int:
     args = p.parse_args()
     df = evaluate(args.heldout, args.training, models_dir=args.models)
     text, ok = table(df)
-    dropped = ""
     print(text)
     worst = df.reindex(df.error.abs().sort_values(ascending=False).index).head(10)
     print("\nworst ops:\n" + worst.to_string(index=False))
@@ -122,7 +121,7 @@ def main() -> int:
             f", made by `{command}`.\n"
             "- Models: the shipped `maya/estimator/data/h200/models`; signatures also in their training data dropped;"
             " no exact table, no in-training calibration factors.\n"
-            "- Reproduce: `python benchmarks/estimator_accuracy.py`\n\n" + text + dropped + "\n"
+            "- Reproduce: `python benchmarks/estimator_accuracy.py`\n\n" + text + "\n"
         )
     return 0 if ok else 1
 
