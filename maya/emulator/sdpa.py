@@ -11,6 +11,11 @@ real H200 with torch 2.11 by benchmarks/gpu/sdpa_backend_probe.py (sdpa_backends
   grouped-query attention and masks, but not a mask that needs a gradient (T5's learned bias),
   which goes to memory-efficient attention;
 - flash takes no explicit mask; memory-efficient takes masks, and bf16 only on sm80+;
+- every fused backend needs stride 1 in the last dim of q, k, v and the mask
+  (`check_last_dim_stride_equals_1_dense`; the CPU build waives it for the mask). T5's relative
+  position bias in transformers <= 5.17 is a permuted (1, heads, q, k) view with last-dim stride
+  `heads`, so its encoder attention runs on the math backend on a GPU, which upcasts bf16/fp16
+  inputs to fp32 and keeps the (batch, heads, q, k) probabilities for backward;
 - `torch.backends.cuda.enable_*_sdp(False)` and `sdpa_kernel(...)` switch backends off, as on a GPU.
 """
 
@@ -45,8 +50,15 @@ def choose_backend(
     head_dim_v: int,
     has_mask: bool,
     mask_needs_grad: bool = False,
+    last_dim_stride_1: bool = True,
 ) -> Backend:
-    """The backend PyTorch would pick on a GPU of `capability` for one call."""
+    """The backend PyTorch would pick on a GPU of `capability` for one call.
+
+    `last_dim_stride_1` says whether q, k, v and the mask (when there is one) all have stride 1 in
+    their last dimension; without it no fused kernel is eligible.
+    """
+    if not last_dim_stride_1:
+        return Backend.MATH
     sm = capability[0] * 10 + capability[1]
     half = dtype in _HALF
     same_dims = head_dim_qk == head_dim_v and head_dim_qk <= 256
@@ -86,8 +98,10 @@ def install_sdpa(patcher: Patcher, capability: tuple[int, int], autocast: Autoca
                 attn_mask = autocast.cast(attn_mask, dtype)
         gqa = enable_gqa and key.shape[-3] != query.shape[-3]
         mask_needs_grad = attn_mask is not None and attn_mask.requires_grad and torch.is_grad_enabled()
+        inputs = (query, key, value) if attn_mask is None else (query, key, value, attn_mask)
         backend = choose_backend(
-            capability, query.dtype, query.shape[-1], value.shape[-1], attn_mask is not None, mask_needs_grad
+            capability, query.dtype, query.shape[-1], value.shape[-1], attn_mask is not None, mask_needs_grad,
+            last_dim_stride_1=all(t.stride(-1) == 1 for t in inputs),
         )
         needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
         if backend is Backend.CUDNN:
