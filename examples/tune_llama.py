@@ -13,7 +13,8 @@ Configurations whose degrees do not divide the world size, the global batch, the
 80 layers, or that leave a pipeline with fewer micro-batches than stages, are pruned before any
 emulation. Configurations that differ only in price share one emulation (the trace cache), and a
 configuration of many micro-batches is extrapolated from emulations of two small counts
-(maya/tune/accum_extrapolation.py). The script builds its layers on the meta device and allocates
+(maya/tune/accum_extrapolation.py), and the 80 identical blocks from two shallow copies of the model
+(maya/tune/depth_extrapolation.py). The script builds its layers on the meta device and allocates
 only each rank's shard (--init-device meta). Many pipelined configurations still run out of memory:
 torch.distributed.pipelining keeps the last stage's output of every micro-batch (logits of 128,256
 tokens per position) until the step ends, and concatenates them at its end.
@@ -39,6 +40,16 @@ search_space = {
     "micro_batch": tune.choice([1, 2, 4, 8]),
     "checkpoint": tune.choice(["none", "nonreentrant"]),
 }
+
+# The 80 blocks are identical: emulate two shallow copies (2 and 3 blocks per pipeline stage) and
+# extrapolate to 80 (maya/tune/depth_extrapolation.py). Every stage needs whole blocks, two stages
+# per rank with the interleaved schedule.
+depth_flag = "--layers"
+
+
+def depth_unit(config):
+    return config["pp"] * (2 if config["pp"] > 1 and config["pp_schedule"] == "interleaved" else 1)
+
 
 global_batch = 1024
 train_tokens = 2_000_000_000_000

@@ -91,34 +91,41 @@ def _affine(v1: float, v2: float, a1: int, a2: int, accum: int) -> float:
     return v2 + (accum - a2) * (v2 - v1) / (a2 - a1)
 
 
-def extrapolate_figures(figures: Mapping[int, Mapping[str, Any]], accum: int) -> dict[str, Any]:
-    """The figures of `accum` micro-batches from the cached figures of two smaller counts.
+def extrapolate_figures(figures: Mapping[int, Mapping[str, Any]], target: int, *, axis: str = "accum") -> dict[str, Any]:
+    """The figures at `target` along one axis (micro-batches or depth) from the figures of two smaller counts.
 
     Args:
-        figures: {a1: figures, a2: figures} as `maya.tune.evaluate.figures_from_summary` makes them
-            (`step_time_ms`, `iteration_ms`, peaks in bytes, `breakdown_ms`, ...).
-        accum: the micro-batch count to predict.
+        figures: {c1: figures, c2: figures} as `maya.tune.evaluate.figures_from_summary` makes them
+            (`step_time_ms`, `iteration_ms`, peaks in bytes, `breakdown_ms`, `memory_segments`, ...),
+            or as an earlier call of this function derived them (extrapolations compose: first
+            along micro-batches at each depth, then along depth).
+        target: the count to predict.
+        axis: `accum` or `depth`; the two counts are listed under `{axis}_emulated`.
 
     Returns:
-        Figures of the same shape: times, peaks and the breakdown extrapolated (see the module
-        docstring; the figures' `memory_segments` and `memory_rank` give the peak's two parts); top ops, timeline and trace directory are those of the larger count, and
-        `accum_emulated` lists the two counts.
+        Figures of the same shape: times, peaks, every rank's memory segments and the breakdown
+        extrapolated (see the module docstring); top ops, timeline and trace directory are those
+        of the larger count.
     """
     (a1, f1), (a2, f2) = sorted(figures.items())
     derived = dict(f2)
     derived.pop("emulate_s", None)
-    derived["iteration_ms"] = [_affine(x, y, a1, a2, accum) for x, y in zip(f1["iteration_ms"], f2["iteration_ms"])]
+    derived["iteration_ms"] = [_affine(x, y, a1, a2, target) for x, y in zip(f1["iteration_ms"], f2["iteration_ms"])]
     if f1["step_time_ms"] is not None and f2["step_time_ms"] is not None:
-        derived["step_time_ms"] = _affine(f1["step_time_ms"], f2["step_time_ms"], a1, a2, accum)
-    derived["peak_allocated_bytes"] = _extrapolated_peak(f1, f2, a1, a2, accum)
+        derived["step_time_ms"] = _affine(f1["step_time_ms"], f2["step_time_ms"], a1, a2, target)
+    derived["peak_allocated_bytes"] = _extrapolated_peak(f1, f2, a1, a2, target)
     ratio = f2["peak_reserved_bytes"] / f2["peak_allocated_bytes"] if f2["peak_allocated_bytes"] else 1.0
     derived["peak_reserved_bytes"] = round(derived["peak_allocated_bytes"] * ratio)
+    s1, s2 = (f.get("memory_segments") or {} for f in (f1, f2))
+    derived["memory_segments"] = {
+        rank: [round(_affine(x, y, a1, a2, target)) for x, y in zip(s1[rank], s2[rank])] for rank in s2 if rank in s1
+    }
     breakdown1, breakdown2 = f1.get("breakdown_ms") or {}, f2.get("breakdown_ms") or {}
     derived["breakdown_ms"] = {
-        k: max(0.0, _affine(breakdown1.get(k, 0.0), v, a1, a2, accum)) for k, v in breakdown2.items()
+        k: max(0.0, _affine(breakdown1.get(k, 0.0), v, a1, a2, target)) for k, v in breakdown2.items()
         if isinstance(v, (int, float))
     }
-    derived["accum_emulated"] = [a1, a2]
+    derived[f"{axis}_emulated"] = [a1, a2]
     return derived
 
 

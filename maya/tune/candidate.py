@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from maya.hardware.cluster import ClusterSpec
+from maya.tune.depth_extrapolation import with_depth
 from maya.tune.study import LAUNCH_DIMENSIONS, LAYOUT_DIMENSIONS, Study
 
 
@@ -121,14 +122,15 @@ def resolve_candidate(
     )
 
 
-def script_argv(study: Study, config: Mapping[str, Any], accum: int) -> tuple[str, ...]:
-    """The script's arguments: the study's fixed ones, then each searched value as its flag.
+def script_argv(study: Study, config: Mapping[str, Any], accum: int, depth: int | None = None) -> tuple[str, ...]:
+    """The script's arguments: the study's fixed ones (the depth after `study.depth_flag` replaced by
+    `depth` when given), then each searched value as its flag.
 
     Searched values follow in key order. Layout dimensions use `study.flags` (`micro_batch` ->
     `--batch`; `pp_schedule` only when pp > 1); `accum` is always passed when the script has the flag; any other key `name` becomes `--name` with underscores as dashes. A True
     value passes the bare flag, False or None passes nothing.
     """
-    argv = list(study.script_args)
+    argv = list(study.script_args if depth is None else with_depth(study.script_args, study.depth_flag, depth))
     values = {k: v for k, v in config.items() if k not in LAUNCH_DIMENSIONS}
     if int(config.get("pp", 1)) == 1:  # a schedule means nothing without stages: one argv, one cache entry
         values.pop("pp_schedule", None)

@@ -22,6 +22,7 @@ from typing import Any
 from maya.tune.accum_extrapolation import extrapolate_figures, extrapolation_counts, memory_segments
 from maya.tune.candidate import Candidate, PrunedConfig, resolve_candidate, script_argv
 from maya.tune.cost import INFEASIBLE_OBJECTIVE, objective_value, time_to_train_s, training_cost_usd
+from maya.tune.depth_extrapolation import depth_counts
 from maya.tune.outcome import CacheUse, TrialOutcome, TrialStatus
 from maya.tune.resimulate import resimulate
 from maya.tune.study import Study
@@ -67,12 +68,13 @@ def evaluate(
         "price_per_gpu_hour_usd": candidate.cluster.price_per_gpu_hour_usd,
         "argv": " ".join(candidate.argv),
     }
-    counts = extrapolation_counts(candidate.accum, candidate.pp) if study.extrapolate_accum else None
     try:
-        if counts is None:
+        accums = extrapolation_counts(candidate.accum, candidate.pp) if study.extrapolate_accum else None
+        depths = depth_counts(study, candidate.config)
+        if accums is None and depths is None:
             recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log)
         else:
-            recorded, figures, use = _extrapolated(study, config, candidate, counts, cache, emulate or emulate_with_log)
+            recorded, figures, use = _extrapolated(study, config, candidate, depths, accums, cache, emulate or emulate_with_log)
     except Exception as e:
         return _failed(e, started, **launch)
     elapsed = time.perf_counter() - started
@@ -96,25 +98,38 @@ def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Cal
         return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, variant_families)
 
 
-def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate, counts: tuple[int, int],
-                  cache: TraceCache, emulate: Callable[..., Any]):
-    """`_figures` of `candidate` extrapolated from two smaller micro-batch counts (each its own cache entry).
+def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate, depths: tuple[int, int] | None,
+                  accums: tuple[int, int] | None, cache: TraceCache, emulate: Callable[..., Any]):
+    """`_figures` of `candidate` extrapolated from emulations at two smaller depths and/or micro-batch
+    counts (each point its own cache entry; with both, the four corners).
 
-    Memory does not shrink as micro-batches are added, so a small count that runs out of memory (or
-    fails) ends the configuration with that count's outcome. The second count is emulated without
-    probe ranks: the first one found which group families change a rank's trace, and the micro-batch
-    count does not change that.
+    Memory grows with depth and micro-batches, so a small point that runs out of memory (or fails)
+    ends the configuration with that point's outcome. Points after the first are emulated without
+    probe ranks: the first found which group families change a rank's trace, and neither the depth
+    nor the micro-batch count changes that.
     """
-    figures, uses, variant = {}, [], None
-    for accum in counts:
-        small = replace(candidate, accum=accum, argv=script_argv(study, config, accum))
-        recorded, figures[accum], use = _figures(study, small, cache, emulate, variant)
-        variant = (figures[accum] or {}).get("variant_families")
-        uses.append(use)
-        if recorded is not None:
-            return {**recorded, "reason": f"{recorded['reason']} (at accum={accum}, emulated to extrapolate to accum={candidate.accum})"}, None, use
+    figures: dict[tuple[int | None, int | None], dict] = {}
+    uses, variant = [], None
+    for depth in depths or (None,):
+        for accum in accums or (None,):
+            small = replace(candidate, accum=accum or candidate.accum,
+                            argv=script_argv(study, config, accum or candidate.accum, depth))
+            recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variant)
+            variant = (figures[depth, accum] or {}).get("variant_families")
+            uses.append(use)
+            if recorded is not None:
+                at = ", ".join(f"{k}={v}" for k, v in (("depth", depth), ("accum", accum)) if v is not None)
+                goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))
+                                 if c is not None)
+                return {**recorded, "reason": f"{recorded['reason']} (at {at}, emulated to extrapolate to {goal})"}, None, use
     use = CacheUse.MISS if CacheUse.MISS in uses else CacheUse.RESIMULATED if CacheUse.RESIMULATED in uses else CacheUse.HIT
-    return None, extrapolate_figures(figures, candidate.accum), use
+    at_depth = {
+        depth: extrapolate_figures({a: figures[depth, a] for a in accums}, candidate.accum) if accums else figures[depth, None]
+        for depth in depths or (None,)
+    }
+    if depths is None:
+        return None, at_depth[None], use
+    return None, extrapolate_figures(at_depth, study.full_depth, axis="depth"), use
 
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
@@ -240,7 +255,8 @@ def _with_cost(study: Study, candidate: Candidate, figures: dict, use: CacheUse,
     common = {
         "peak_allocated_bytes": figures["peak_allocated_bytes"], "peak_reserved_bytes": figures["peak_reserved_bytes"],
         "cache": use, "evaluate_s": elapsed, "breakdown_ms": figures["breakdown_ms"], "top_ops": figures["top_ops"],
-        "timeline": figures["timeline"], "accum_emulated": _counts_text(figures.get("accum_emulated")), **launch,
+        "timeline": figures["timeline"], "accum_emulated": _counts_text(figures.get("accum_emulated")),
+        "depth_emulated": _counts_text(figures.get("depth_emulated")), **launch,
     }
     if step_ms is None:
         return TrialOutcome(status=TrialStatus.FAILED, objective=INFEASIBLE_OBJECTIVE,

@@ -62,6 +62,9 @@ class TrialOutcome:
     accum_emulated: str | None = None
     """The two smaller micro-batch counts ("8,16") whose emulations `step_time_ms` and the peaks were
     extrapolated from (maya.tune.accum_extrapolation); None: `accum` itself was emulated."""
+    depth_emulated: str | None = None
+    """The two smaller depths ("4,8") whose emulations the figures were extrapolated from
+    (maya.tune.depth_extrapolation); None: the full depth was emulated."""
     gpu: str | None = None
     """GPU catalog key."""
     price_per_gpu_hour_usd: float | None = None

@@ -17,7 +17,7 @@ FIGURE_COLUMNS: tuple[str, ...] = (
     "peak_allocated_bytes", "peak_reserved_bytes",
 )
 LAUNCH_COLUMNS: tuple[str, ...] = (
-    "world_size", "gpus_per_node", "dp", "accum", "accum_emulated", "gpu", "price_per_gpu_hour_usd", "cache", "reason",
+    "world_size", "gpus_per_node", "dp", "accum", "accum_emulated", "depth_emulated", "gpu", "price_per_gpu_hour_usd", "cache", "reason",
     "evaluate_s", "argv", "error", "timeline", "node_id",
 )
 _DETAIL_KEYS = ("breakdown_ms", "top_ops")

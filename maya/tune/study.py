@@ -42,7 +42,7 @@ DEFAULT_FLAGS: Mapping[str, str | None] = {
 
 RESULT_COLUMNS: tuple[str, ...] = (
     "trial_id", "status", "reason", "objective", "step_time_ms", "time_to_train_s", "cost_usd",
-    "peak_allocated_bytes", "peak_reserved_bytes", "world_size", "gpus_per_node", "dp", "accum", "accum_emulated",
+    "peak_allocated_bytes", "peak_reserved_bytes", "world_size", "gpus_per_node", "dp", "accum", "accum_emulated", "depth_emulated",
     "gpu", "price_per_gpu_hour_usd", "cache", "argv", "error",
 )
 """Columns of the results table that a search-space key may not shadow."""
@@ -142,6 +142,13 @@ class Study:
     extrapolate_accum: bool = True
     """Emulate two small micro-batch counts and extrapolate to a configuration's accum when that is
     cheaper (maya.tune.accum_extrapolation); False: emulate every accum as it is."""
+    depth_flag: str | None = None
+    """Script flag in `script_args` that sets the model's depth, a stack of identical blocks
+    (`--layers`). With it, a configuration is emulated at two small depths and its figures are
+    extrapolated to the full one (maya.tune.depth_extrapolation); None: emulate the full depth."""
+    depth_unit: Callable[[Mapping[str, Any]], int] | None = None
+    """The smallest depth a resolved configuration runs with (every pipeline stage needs whole
+    blocks): gets the configuration, returns an int; None: its pp."""
     flags: Mapping[str, str | None] = field(default_factory=lambda: dict(DEFAULT_FLAGS))
     """Script flag of each layout dimension and of `accum`; None: the script has no such flag."""
     check: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -192,6 +199,7 @@ class Study:
             raise StudyFieldError("flags", f"unknown layout dimensions {unknown}; known: {sorted(DEFAULT_FLAGS)}")
         if not isinstance(self.extrapolate_accum, bool):
             raise StudyFieldError("extrapolate_accum", f"extrapolate_accum={self.extrapolate_accum!r} must be True or False")
+        self._check_depth()
         if self.check is not None and not callable(self.check):
             raise StudyFieldError("check", f"must be a function of the configuration, got {type(self.check).__name__}")
         if self.time_budget_s is not None and not self.time_budget_s > 0:
@@ -200,6 +208,29 @@ class Study:
             raise StudyFieldError("cpus_per_trial", f"cpus_per_trial={self.cpus_per_trial} must be > 0")
         if not isinstance(self.top_k, int) or self.top_k < 1:
             raise StudyFieldError("top_k", f"top_k={self.top_k!r} must be an integer >= 1")
+
+    def _check_depth(self) -> None:
+        if self.depth_unit is not None and not callable(self.depth_unit):
+            raise StudyFieldError("depth_unit", f"must be a function of the configuration, got {type(self.depth_unit).__name__}")
+        if self.depth_flag is None:
+            if self.depth_unit is not None:
+                raise StudyFieldError("depth_unit", "set depth_flag too (the script flag of the depth)")
+            return
+        if not isinstance(self.depth_flag, str) or not self.depth_flag.startswith("-"):
+            raise StudyFieldError("depth_flag", f"depth_flag={self.depth_flag!r} must be a script flag such as '--layers'")
+        if self.depth_flag not in self.script_args:
+            raise StudyFieldError("depth_flag", f"{self.depth_flag} is not in script_args {list(self.script_args)}: give the full depth there")
+        i = self.script_args.index(self.depth_flag)
+        value = self.script_args[i + 1] if i + 1 < len(self.script_args) else None
+        if value is None or not value.isdigit() or int(value) < 1:
+            raise StudyFieldError("depth_flag", f"{self.depth_flag} in script_args must be followed by the depth (an integer >= 1), got {value!r}")
+
+    @property
+    def full_depth(self) -> int | None:
+        """The depth `script_args` gives after `depth_flag`; None without a depth flag."""
+        if self.depth_flag is None:
+            return None
+        return int(self.script_args[self.script_args.index(self.depth_flag) + 1])
 
     def _check_work(self) -> None:
         if (self.train_steps is None) == (self.train_tokens is None):
