@@ -42,8 +42,13 @@ COMMON_FEATURES = (
 
 GEMM_FEATURES = (
     "log2_m", "log2_n", "log2_k", "log2_batch", "trans_a", "trans_b", "align_m", "align_n", "align_k",
-    "has_bias",
+    "has_bias", "lda_align_bytes", "ldb_align_bytes", "ldc_align_bytes", "min_ld_align_bytes", "tma_aligned",
+    "element_bytes",
 )
+"""Matmul M/N/K/batch, transposes and alignment. The leading-dimension alignments are in bytes
+(log2, up to 256 B): Hopper's TMA-based cuBLAS kernels need 16-byte-aligned rows of A, B and C, so a
+bf16 GEMM with an odd K (A's rows 2*K bytes apart) falls back to slower kernels (CUDA C++ Programming
+Guide, "Tensor Memory Access": global address and strides must be multiples of 16 bytes)."""
 CONV_FEATURES = (
     "log2_batch", "log2_c_in", "log2_c_out", "log2_spatial_in", "log2_spatial_out", "kernel_numel",
     "stride_prod", "dilation_prod", "log2_groups", "transposed", "channels_last", "conv_dims",
@@ -74,6 +79,12 @@ FLOATING_DTYPES = frozenset(
      "float8_e5m2fnuz", "complex64", "complex128"}
 )
 INTEGER_DTYPES = frozenset({"int64", "int32", "int16", "int8", "uint8", "bool"})
+DTYPE_SIZE_BYTES = {
+    "float64": 8, "complex128": 16, "complex64": 8, "float32": 4, "int64": 8, "int32": 4, "float16": 2,
+    "bfloat16": 2, "int16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
+    "int8": 1, "uint8": 1, "bool": 1,
+}
+"""Bytes per element of each dtype name (4 for names not listed)."""
 
 # Layout code of one tensor: which cheap pattern its strides follow.
 _LAYOUT_LETTERS = np.array(["-", "c", "t", "l", "e", "s"])
@@ -165,10 +176,10 @@ def features_for_family(family: str) -> tuple[str, ...]:
     return FAMILY_FEATURES.get(family, COMMON_FEATURES)
 
 
-def _align_log2(x: np.ndarray) -> np.ndarray:
-    """log2 of the largest power of two (up to 16) dividing x: tensor-core tiles want multiples of 8/16."""
+def _align_log2(x: np.ndarray, cap: int = 16) -> np.ndarray:
+    """log2 of the largest power of two (up to `cap`) dividing x: tensor-core tiles want multiples of 8/16."""
     x = np.asarray(x, dtype=np.int64)
-    return np.log2(np.where(x > 0, np.minimum(x & -x, 16), 1)).astype(np.float64)
+    return np.log2(np.where(x > 0, np.minimum(x & -x, cap), 1)).astype(np.float64)
 
 
 def extract_features(
@@ -257,7 +268,7 @@ def extract_features(
     f["log2_memory_bandwidth_GBps"] = np.full(rows, np.log2(gpu.memory_bandwidth_bytes_per_s / 1e9))
     f["log2_roofline_us"] = np.log2(roofline_duration_us(flops, bytes_, peak, gpu.memory_bandwidth_bytes_per_s))
 
-    f.update(_gemm_features(ops, family, in_shapes, in_strides))
+    f.update(_gemm_features(ops, family, in_shapes, in_strides, out_strides, f["dtype"]))
     for name in dict.fromkeys(CONV_FEATURES + SDPA_FEATURES + RNN_FEATURES):
         f.setdefault(name, np.full(rows, np.nan))
     attr_rows = np.flatnonzero(np.isin(family, [CONV, SDPA, RNN]))
@@ -267,9 +278,10 @@ def extract_features(
 
 
 def _gemm_features(
-    ops: np.ndarray, family: np.ndarray, shapes: TensorColumn, strides: TensorColumn
+    ops: np.ndarray, family: np.ndarray, shapes: TensorColumn, strides: TensorColumn, out_strides: TensorColumn,
+    dtype: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """M, N, K, batch, transposes and alignment of matmul rows (NaN for other rows)."""
+    """M, N, K, batch, transposes and alignments of matmul rows (NaN for other rows)."""
     rows = len(ops)
     base = np.array([op.split(".", 1)[0] for op in ops], dtype=object) if rows else ops
     a_index = np.array([_GEMM_OPERANDS.get(op, (0, 1))[0] for op in base], dtype=np.int64)
@@ -278,18 +290,29 @@ def _gemm_features(
     b, b_rank, b_present = shapes.tensor(a_index + 1, pad=1)
     a_strides, _, _ = strides.tensor(a_index, pad=0)
     b_strides, _, _ = strides.tensor(a_index + 1, pad=0)
+    c_strides, _, _ = out_strides.tensor(0, pad=0)
     k = a[:, -1]
     m = np.where(is_linear, np.prod(a[:, :-1], axis=1), np.where(a_rank >= 2, a[:, -2], 1))
     batch = np.where(is_linear, 1, np.prod(a[:, :-2], axis=1))
     n = np.where(is_linear, b[:, -2], np.where(b_rank >= 2, b[:, -1], 1))
     trans_a = _layout_codes(a, a_strides, a_rank, a_present) == _TRANSPOSED
     trans_b = _layout_codes(b, b_strides, b_rank, b_present) == _TRANSPOSED
+    element_bytes = np.array([DTYPE_SIZE_BYTES.get(name, 4) for name in dtype], dtype=np.int64)
+    # Leading dimension of a row- or column-major matrix: the larger of its last two strides.
+    ld_align = {
+        name: _align_log2(np.maximum(s[:, -1], s[:, -2]) * element_bytes, cap=256)
+        for name, s in (("lda", a_strides), ("ldb", b_strides), ("ldc", c_strides))
+    }
+    min_ld_align = np.minimum(np.minimum(ld_align["lda"], ld_align["ldb"]), ld_align["ldc"])
     is_gemm = family == GEMM
     out = {
         "log2_m": _log2(m), "log2_n": _log2(n), "log2_k": _log2(k), "log2_batch": _log2(batch),
         "trans_a": trans_a.astype(np.float64), "trans_b": trans_b.astype(np.float64),
         "align_m": _align_log2(m), "align_n": _align_log2(n), "align_k": _align_log2(k),
         "has_bias": (np.isin(base, list(_GEMM_BIAS_OPS)) & (shapes.count >= 3)).astype(np.float64),
+        "lda_align_bytes": ld_align["lda"], "ldb_align_bytes": ld_align["ldb"], "ldc_align_bytes": ld_align["ldc"],
+        "min_ld_align_bytes": min_ld_align, "tma_aligned": (min_ld_align >= 4).astype(np.float64),
+        "element_bytes": element_bytes.astype(np.float64),
     }
     return {name: np.where(is_gemm, value, np.nan) for name, value in out.items()}
 

@@ -1,0 +1,36 @@
+"""Matmul features: leading-dimension alignments computed by hand from shapes and strides."""
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from maya.estimator.features import extract_features
+from maya.hardware import load_gpu
+
+
+def _row(op: str, shapes: list, strides: list, out: list, dtype: str) -> dict:
+    return {
+        "op": op, "input_shapes": shapes, "input_dtypes": [dtype] * len(shapes), "input_strides": strides,
+        "output_shapes": [out], "output_dtypes": [dtype], "output_strides": [[out[1], 1]],
+        "attrs": json.dumps({}), "flops": 2.0 * out[0] * out[1] * shapes[-1][0], "bytes": 1,
+    }  # fmt: skip
+
+
+def test_leading_dimension_alignment_in_bytes():
+    rows = [
+        # bf16 A[64, 5789] row-major: rows 11578 B apart (2 * 5789, odd K): 2-byte aligned.
+        # B[5789, 2304] row-major: 4608 B = 2^9 * 9, capped at 256 B. C[64, 2304]: the same.
+        _row("aten::mm", [[64, 5789], [5789, 2304]], [[5789, 1], [2304, 1]], [64, 2304], "bfloat16"),
+        # fp32 addmm, A[100, 64] stored transposed (column-major, ld = M = 100 -> 400 B = 16 * 25),
+        # B[64, 24] transposed (ld = K = 64 -> 256 B), C[100, 24] (ld = 24 -> 96 B = 32 * 3).
+        _row("aten::addmm", [[24], [100, 64], [64, 24]], [[1], [1, 100], [1, 64]], [100, 24], "float32"),
+    ]
+    f = extract_features(pa.Table.from_pylist(rows), load_gpu("h200"))
+    odd, aligned = f.iloc[0], f.iloc[1]
+    assert (odd["lda_align_bytes"], odd["ldb_align_bytes"], odd["ldc_align_bytes"]) == (1, 8, 8)
+    assert odd["min_ld_align_bytes"] == 1 and odd["tma_aligned"] == 0 and odd["element_bytes"] == 2
+    assert (aligned["trans_a"], aligned["trans_b"]) == (1, 1)
+    assert (aligned["lda_align_bytes"], aligned["ldb_align_bytes"], aligned["ldc_align_bytes"]) == (4, 8, 5)
+    assert aligned["min_ld_align_bytes"] == 4 and aligned["tma_aligned"] == 1 and aligned["element_bytes"] == 4
+    assert 2 ** aligned["log2_m"] == pytest.approx(100) and 2 ** aligned["log2_k"] == pytest.approx(64)

@@ -1,0 +1,35 @@
+"""The shipped H200 models on the committed held-out H200 profiles (`benchmarks/estimator_accuracy.py`).
+
+Bounds sit a little above what `python benchmarks/estimator_accuracy.py` measured for the shipped
+models (benchmarks/results/estimator_accuracy_h200.md), so a refit or feature change that makes the
+per-op error worse fails here.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+
+# family -> (median |error| bound, time-weighted error bound), fractions.
+BOUNDS = {"gemm": (0.09, 0.08), "sdpa": (0.055, 0.05), "conv": (0.27, 0.35)}
+
+
+@pytest.fixture(scope="module")
+def heldout_errors():
+    spec = importlib.util.spec_from_file_location("estimator_accuracy", ROOT / "benchmarks" / "estimator_accuracy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.evaluate(module.HELDOUT, module.TRAINING)
+
+
+@pytest.mark.parametrize("family", sorted(BOUNDS))
+def test_shipped_models_on_heldout_shapes(heldout_errors, family):
+    rows = heldout_errors[heldout_errors.family == family]
+    assert len(rows) > 200
+    median = rows.error.abs().median()
+    weighted = (rows.predicted_us - rows.measured_us).abs().sum() / rows.measured_us.sum()
+    median_bound, weighted_bound = BOUNDS[family]
+    assert median <= median_bound and weighted <= weighted_bound, (family, median, weighted)
+    assert (rows.source == "catboost").all()
