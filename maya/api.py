@@ -111,7 +111,7 @@ def _emulate_world(
     script, args: list[str], gpu: str, world_size: int, local_world_size: int, trace_dir: Path,
     dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
 ) -> EmulationSummary:
-    """Several ranks: emulate the rank classes on Ray actors, then time the whole job."""
+    """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
     from maya.trace.dataset import write_traces_dataset
     from maya.world import RankFailedError, emulate_world

@@ -3,7 +3,7 @@
 
 PyTorch keeps DeviceMesh and process-group state across `destroy_process_group`, so two emulations
 of mesh-based scripts in one process can see each other's groups. Each `emulate_rank_isolated` job
-runs `maya.world.rank_actor.emulate_rank` in its own interpreter (as a Ray actor would) and
+runs `maya.world.rank_emulation.emulate_rank` in its own interpreter and
 unpickles the `RankResult`. Jobs run two at a time (the test machine has 2 CPUs) and are cached for
 the session by (script, args, rank, world size); `prefetch` starts a module's jobs before its tests.
 """
@@ -48,7 +48,7 @@ def scripts() -> Path:
 
 _DRIVER = """
 import pickle, sys
-from maya.world.rank_actor import emulate_rank
+from maya.world.rank_emulation import emulate_rank
 out, script, rank, world_size, *args = sys.argv[1:]
 result = emulate_rank(script, args, "h200", int(rank), int(world_size), int(world_size))
 with open(out, "wb") as f:

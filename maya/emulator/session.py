@@ -33,6 +33,7 @@ from maya.emulator.rnn import install_rnn
 from maya.emulator.sdpa import install_sdpa
 from maya.emulator.state import EmulationState, RankConfig
 from maya.emulator.storage_resize import install_storage_resize
+from maya.emulator.torch_caches import clear_distributed_caches, install_mesh_identity
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class EmulationSession:
             self._tracker = ModuleTracker()
             state.nccl = NcclRuntime(state, self._tracker)
             install_distributed(patcher)
+            install_mesh_identity(patcher)
             install_storage_resize(patcher, state)
             install_deferred_oom(patcher, state)
             self._hooks = _install_optimizer_hooks(state, self._tracker)
@@ -99,6 +101,7 @@ class EmulationSession:
             handle.remove()
         self._patcher.restore()
         set_user_device_index(0)
+        clear_distributed_caches()
         st.pop()
 
 

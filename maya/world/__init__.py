@@ -1,4 +1,4 @@
-"""Multi-rank emulation: ranks on Ray actors, identical ranks emulated once (`emulate_world`)."""
+"""Multi-rank emulation: ranks as Ray tasks, identical ranks emulated once (`emulate_world`)."""
 
 from maya.world.world_emulation import (
     ActorDiedError,

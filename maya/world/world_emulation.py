@@ -1,4 +1,4 @@
-"""`emulate_world`: emulate every rank class of a torchrun world on Ray actors, each class once.
+"""`emulate_world`: emulate every rank class of a torchrun world on Ray tasks, each class once.
 
 The phases (see `maya.world.rank_classes` for why they are enough):
 1. rank 0, which yields the script's process-group table;
@@ -8,8 +8,9 @@ The phases (see `maya.world.rank_classes` for why they are enough):
 3. the remaining class representatives, in parallel;
 4. with `verify_dedup`, one more member of every class of several ranks, compared row by row.
 
-Every emulation runs in its own `RankActor` (one CPU each, so Ray spreads them over the cluster's
-CPUs). A local Ray starts when none is running.
+Every rank emulation is a Ray task of one CPU (so Ray spreads them over the cluster's CPUs) on a
+reused worker process, which keeps torch and Maya warm between emulations (see
+`maya.world.rank_emulation.remote_emulate_rank`). A local Ray starts when none is running.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maya.world.rank_actor import RankResult
+from maya.world.rank_emulation import RankResult
 from maya.world.rank_classes import (
     Family,
     classes,
@@ -43,7 +44,7 @@ class RankFailedError(RuntimeError):
 
 
 class ActorDiedError(RuntimeError):
-    """An emulation actor died, was restarted once, and died again."""
+    """An emulation's worker process died, was restarted once, and died again."""
 
 
 class DedupMismatchError(RuntimeError):
@@ -78,14 +79,14 @@ def ensure_ray() -> None:
         ray.init(configure_logging=False, include_dashboard=False)
 
 
-class _ActorPool:
-    """Runs emulations on fresh `RankActor`s, as many at once as Ray has CPUs for."""
+class _RankRunner:
+    """Runs rank emulations as Ray tasks, as many at once as Ray has CPUs for."""
 
     def __init__(self, script: str, args: list[str], gpu: str, world_size: int, local_world_size: int,
                  progress: Callable[[str], None]) -> None:
-        from maya.world.rank_actor import remote_actor_class
+        from maya.world.rank_emulation import remote_emulate_rank
 
-        self.actor_class = remote_actor_class()
+        self.task = remote_emulate_rank()
         self.call = (script, list(args), gpu)
         self.world_size = world_size
         self.local_world_size = local_world_size
@@ -93,38 +94,32 @@ class _ActorPool:
 
     def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
         import ray
-        from ray.exceptions import RayActorError
+        from ray.exceptions import WorkerCrashedError
 
         ranks = sorted(set(ranks))
         if not ranks:
             return {}
         self.progress(f"emulating {what}: rank(s) {_short(ranks)}")
-        pending = {}
-        for rank in ranks:
-            actor = self.actor_class.remote()
-            script, args, gpu = self.call
-            ref = actor.emulate.remote(script, args, gpu, rank, self.world_size, self.local_world_size)
-            pending[ref] = (rank, actor)
+        script, args, gpu = self.call
+        pending = {self.task.remote(script, args, gpu, rank, self.world_size, self.local_world_size): rank for rank in ranks}
         results: dict[int, RankResult] = {}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            rank, actor = pending.pop(done[0])
-            try:
-                result = ray.get(done[0])
-            except RayActorError as e:
-                for _, other in pending.values():
-                    ray.kill(other)
-                raise ActorDiedError(
-                    f"rank {rank}: the emulation actor died, was restarted once and died again ({e})"
-                ) from None
-            finally:
-                ray.kill(actor)
-            if result.exit_code != 0:
-                for _, other in pending.values():
-                    ray.kill(other)
-                raise RankFailedError(result)
-            self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
-            results[rank] = result
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                rank = pending.pop(done[0])
+                try:
+                    result = ray.get(done[0])
+                except WorkerCrashedError as e:
+                    raise ActorDiedError(
+                        f"rank {rank}: the emulation process died, was restarted once and died again ({e})"
+                    ) from None
+                if result.exit_code != 0:
+                    raise RankFailedError(result)
+                self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
+                results[rank] = result
+        finally:
+            for ref in pending:  # a failed rank ends the world: stop the others
+                ray.cancel(ref, force=True)
         return results
 
 
@@ -162,7 +157,7 @@ def emulate_world(
     """
     progress = progress or log.info
     ensure_ray()
-    pool = _ActorPool(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress)
+    pool = _RankRunner(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress)
     if not dedup:
         results = pool.run(range(world_size), "every rank")
         return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})

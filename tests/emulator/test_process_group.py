@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from maya.emulator.distributed import OBJECT_BYTES
-from maya.world.rank_actor import emulate_rank
+from maya.world.rank_emulation import emulate_rank
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.distributed.*` is deprecated:FutureWarning")
 

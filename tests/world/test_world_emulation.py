@@ -117,9 +117,9 @@ def test_cli_reports_the_failing_rank_and_its_traceback(ray_local, tmp_path, cap
     assert "in check_shard" in err and "RuntimeError: shard 1 is corrupt" in err
 
 
-def test_an_actor_that_dies_is_retried_once_then_fails_naming_its_rank(ray_local, tmp_path):
+def test_a_rank_whose_process_dies_is_retried_once_then_fails_naming_its_rank(ray_local, tmp_path):
     starts = tmp_path / "starts.txt"
-    with pytest.raises(ActorDiedError, match=r"rank 1: the emulation actor died, was restarted once and died again"):
+    with pytest.raises(ActorDiedError, match=r"rank 1: the emulation process died, was restarted once and died again"):
         maya.emulate(SCRIPTS / "rank_dies.py", [str(starts)], nproc_per_node=2, trace_dir=tmp_path / "t")
     assert sorted(starts.read_text().split()) == ["0", "1", "1"]  # rank 1 started twice
 
@@ -144,3 +144,20 @@ def test_tp_pp_dp_mix_at_64_emulates_a_handful_of_ranks(ray_local, tmp_path):
     # Each data-parallel group of stage 0 holds 16 ranks: FSDP2 reduce-scatters over 16 ranks.
     scatters = _collectives(s.trace_dir, 0, "reduce_scatter")
     assert scatters and all(len(r["group_ranks"]) == 16 for r in scatters)
+
+
+def test_reused_worker_processes_record_the_same_traces(ray_local, tmp_path):
+    # Rank emulations are Ray tasks on reused workers. A world emulated again, after another script
+    # ran on the same workers, records the same trace rows, and some rank ran on a worker that had
+    # emulated before (the warm start the tuner relies on).
+    from maya.world import emulate_world
+
+    args = [*TINY, "--tp", "2", "--dp", "fsdp", "--steps", "1"]
+    first = emulate_world(GPT, args, gpu="h100", world_size=2, local_world_size=2)
+    other = emulate_world(SCRIPTS / "ddp_buckets.py", [], gpu="h100", world_size=2, local_world_size=2)
+    again = emulate_world(GPT, args, gpu="h100", world_size=2, local_world_size=2)
+    assert sorted(first.results) == sorted(again.results)
+    for rank in first.results:
+        assert first.results[rank].table.equals(again.results[rank].table), f"rank {rank} differs on a reused worker"
+    earlier = {r.pid for r in first.results.values()} | {r.pid for r in other.results.values()}
+    assert earlier & {r.pid for r in again.results.values()}
