@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +26,11 @@ class ProgressCallback(Callback):
     that it can be resumed.
     """
 
-    def __init__(self, *, total: int, objective: str, dimensions: list[str], emit: Callable[[str], None] = log_line) -> None:
+    def __init__(self, *, total: int, objective: str, dimensions: list[str], emit: Callable[[str], None] = log_line,
+                 pruned_log: str | os.PathLike | None = None) -> None:
         self.total = total
+        self.pruned_log = str(pruned_log) if pruned_log is not None else None
+        """`maya.tune.pruning_searcher`'s log: its configurations count as done."""
         self.objective = objective
         self.dimensions = dimensions
         self.emit = emit
@@ -47,7 +51,15 @@ class ProgressCallback(Callback):
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info) -> None:
         self.done += 1
         error = str(getattr(trial, "error_file", None) or "see the trial's error file")
-        self.emit(f"[{self.done}/{self.total}] failed   the trial process crashed ({error}) {self._config(trial.config)}")
+        self.emit(f"[{self.finished}/{self.total}] failed   the trial process crashed ({error}) {self._config(trial.config)}")
+
+    @property
+    def finished(self) -> int:
+        """Trials done plus configurations pruned inside the searcher."""
+        if self.pruned_log is None or not os.path.exists(self.pruned_log):
+            return self.done
+        with open(self.pruned_log, "rb") as f:
+            return self.done + sum(1 for _ in f)
 
     def describe(self, result: dict, config: dict) -> str:
         """The progress line of one finished trial."""
@@ -61,7 +73,7 @@ class ProgressCallback(Callback):
             figures = result.get("reason") or ""
         cache = f" ({result['cache']})" if result.get("cache") else ""
         best = "" if self.best is None else f"  | best {self._format(self.best)}"
-        return f"[{self.done}/{self.total}] {status:<10} {figures}  {self._config(config)}{cache}{best}"
+        return f"[{self.finished}/{self.total}] {status:<10} {figures}  {self._config(config)}{cache}{best}"
 
     def _config(self, config: dict) -> str:
         return " ".join(f"{k}={config[k]}" for k in self.dimensions if k in config)

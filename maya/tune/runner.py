@@ -65,7 +65,10 @@ def run_study(
     import ray
     from ray import tune
 
+    from ray.tune.search import Searcher
+
     from maya.tune.progress import ProgressCallback, log_line
+    from maya.tune.pruning_searcher import PRUNED_LOG, PruningSearcher, read_pruned
     from maya.tune.trainable import run_trial
     from maya.tune.trial_resources import max_concurrent_trials, needs_rank_actors, trial_resources
 
@@ -75,6 +78,10 @@ def run_study(
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     cache_dir = Path(trace_cache_dir).resolve() if trace_cache_dir is not None else out / CACHE_DIR
     multi_rank = needs_rank_actors(study)
+    search_alg = setup.search_alg
+    if isinstance(search_alg, Searcher):  # HyperOpt: prune inside the searcher (random and grid go through trials)
+        search_alg = PruningSearcher(search_alg, study, metric=METRIC, max_configs=setup.num_samples,
+                                     log_path=out / PRUNED_LOG, emit=progress or log_line)
     trainable = tune.with_resources(
         tune.with_parameters(run_trial, study=study, cache_dir=str(cache_dir), multi_rank=multi_rank),
         trial_resources(study, multi_rank),
@@ -86,12 +93,13 @@ def run_study(
         tuner = tune.Tuner.restore(str(experiment), trainable=trainable, resume_unfinished=True,
                                    resume_errored=False, param_space=setup.param_space)
     else:
-        callback = ProgressCallback(total=total, objective=study.objective, dimensions=dimensions, emit=progress or log_line)
+        callback = ProgressCallback(total=total, objective=study.objective, dimensions=dimensions, emit=progress or log_line,
+                                    pruned_log=out / PRUNED_LOG)
         tuner = tune.Tuner(
             trainable,
             param_space=setup.param_space,
             tune_config=tune.TuneConfig(
-                metric=METRIC, mode="min", search_alg=setup.search_alg, num_samples=setup.num_samples,
+                metric=METRIC, mode="min", search_alg=search_alg, num_samples=setup.num_samples,
                 max_concurrent_trials=concurrency, reuse_actors=True, time_budget_s=study.time_budget_s,
                 trial_dirname_creator=trial_dirname,
             ),
@@ -103,7 +111,7 @@ def run_study(
     log.info("study %s: %d trials, %d of %d layouts runnable, multi-rank: %s, at most %s at once", study.name, total,
              space_summary.runnable, space_summary.layouts, multi_rank, concurrency or "as many as fit")
     grid = tuner.fit()
-    results = collect(grid, dimensions, study.objective)
+    results = collect(grid, dimensions, study.objective, read_pruned(out / PRUNED_LOG))
     best = results.best
     timeline = _read_file(best.get("timeline"), best.get("node_id")) if best else None
     from dataclasses import replace
@@ -114,9 +122,10 @@ def run_study(
     return replace(results, files=files, unfinished_trials=max(0, total - len(results.table)))
 
 
-def collect(grid, dimensions: list[str], objective: str) -> TuneResults:
-    """`TuneResults` from a Ray Tune `ResultGrid` (trials that did not finish are left out)."""
-    rows, details = [], {}
+def collect(grid, dimensions: list[str], objective: str, pruned: list[dict] = ()) -> TuneResults:
+    """`TuneResults` from a Ray Tune `ResultGrid` (trials that did not finish are left out) and the
+    rows of configurations pruned inside the searcher."""
+    rows, details = list(pruned), {}
     for result in grid:
         metrics = result.metrics or {}
         trial_id = metrics.get("trial_id") or Path(result.path).name

@@ -69,3 +69,26 @@ def test_hyperopt_repeats_are_cache_hits(ray_local, tmp_path):
     assert table["objective"].iloc[0] == ok["time_to_train_s"].min()  # time objective, best first
     assert table.loc[table["micro_batch"] == 8, "status"].eq("infeasible").all()
     assert len(lines) == 8 and lines[-1].startswith("[8/8] ") and any("(hit)" in line for line in lines)
+
+
+def test_hyperopt_prunes_inside_the_searcher(ray_local, tmp_path):
+    from ray import tune
+
+    # Global batch 8: micro-batches 3, 5, 6 and 7 are pruned by the searcher and never become Ray
+    # Tune trials; they are rows of the results (with their reason) and count towards num_samples.
+    lines = []
+    results = maya.tune(
+        {"micro_batch": tune.choice([2, 3, 4, 5, 6, 7])},
+        script=TINY_SCRIPT, script_args=["--steps", "2", "--dim", "32"],
+        global_batch=8, train_steps=100, clusters=[CLUSTER], search="hyperopt", num_samples=12, seed=1,
+        out_dir=tmp_path, progress=lines.append,
+    )
+    table = results.table
+    pruned = table[table["status"] == "pruned"]
+    assert len(table) == 12 and len(pruned) >= 3
+    assert set(pruned["micro_batch"]) <= {3, 5, 6, 7} and pruned["reason"].str.contains("not a multiple").all()
+    assert set(table.loc[table["status"] != "pruned", "micro_batch"]) <= {2, 4}
+    trial_dirs = [p for p in (tmp_path / "tune").iterdir() if p.is_dir()]
+    assert len(trial_dirs) == len(table) - len(pruned)  # only runnable configurations ran as trials
+    assert len(lines) == 12 and lines[-1].startswith("[12/12] ") and sum(" pruned " in line for line in lines) == len(pruned)
+    assert len(pd.read_parquet(results.files["results_parquet"])) == 12
