@@ -19,6 +19,12 @@ is the Python around the collectives, not the collectives.
 - `ddp_step_us`, `ddp_param_us`: the same for DistributedDataParallel (its reducer's autograd hooks
   and bucket bookkeeping), per forward+backward, fixed and per parameter.
 
+On the H200 these one-rank, tiny-tensor figures fell short of what train_gpt.py spends on 2 and 4
+GPUs (issue #8): a one-rank mesh takes FSDP2's `world_size == 1` paths, which skip the all-gather and
+reduce-scatter, and neither mixed precision nor autocast runs. The shipped FSDP2 and DTensor figures
+therefore come from benchmarks/gpu/fit_framework_overhead.py (an FSDP2 probe over every rank, and the
+in-situ host time of train_gpt.py); the DDP figures still come from here.
+
 Run on the GPU machine (torch only):  python -m maya.estimator.framework_overhead --out framework_overhead.json
 """
 

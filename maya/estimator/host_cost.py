@@ -59,7 +59,8 @@ HOST_EVENT_COST = {
 }
 """Host event op -> (fixed, per-op) host_overhead.json figures it is charged; the per-op figure is
 multiplied by the event's `ops` attribute (checkpoint: the GPU ops its region ran, recomputed in
-backward; DTensor: the DTensors of a foreach list beyond the first; FSDP2 and DDP: the parameters)."""
+backward; DTensor: the DTensors of a foreach list beyond the first; FSDP2 and DDP: the parameters).
+The FSDP2 unit's figures cover its forward and backward hooks together, charged at its forward."""
 
 
 def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
