@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from maya.emulator.runner import run_script
 from maya.emulator.state import RankConfig
 from maya.hardware import load_gpu
+from maya.hardware.cluster import ClusterSpec
 from maya.summary import EmulationSummary, IterationSummary
 from maya.trace.build import rows_to_table
 from maya.trace.store import write_meta, write_rank_trace
@@ -34,6 +35,8 @@ def emulate(
     verify_dedup: bool = False,
     progress: Callable[[str], None] | None = None,
     variant_families: list[int] | None = None,
+    cluster: ClusterSpec | None = None,
+    in_process: bool = False,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -54,6 +57,11 @@ def emulate(
         variant_families: with several ranks, the group families that change a rank's trace, from
             the meta.json (`variant_families`) of an emulation of the same script and layout; the
             probe ranks that would find them are not emulated. None: probe.
+        cluster: the cluster the job is simulated on (its world size must be nnodes *
+            nproc_per_node); default: the GPU's preset cluster with torchrun's placement.
+        in_process: with several ranks, emulate them one after another in this process and write
+            the traces directly, with no Ray (what a tuning trial does); default: Ray tasks and a
+            Ray Dataset.
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
@@ -62,11 +70,13 @@ def emulate(
     if nnodes < 1 or nproc_per_node < 1:
         raise ValueError(f"nnodes={nnodes} and nproc_per_node={nproc_per_node} must both be >= 1")
     world_size = nnodes * nproc_per_node
+    if cluster is not None and cluster.world_size != world_size:
+        raise ValueError(f"cluster {cluster.name!r} has {cluster.world_size} GPUs but nnodes={nnodes} * nproc_per_node={nproc_per_node} = {world_size}")
     trace_dir = Path(trace_dir) if trace_dir is not None else Path(tempfile.mkdtemp(prefix="maya-trace-"))
     if world_size > 1:
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
-            variant_families,
+            variant_families, cluster, in_process,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -110,6 +120,7 @@ def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: 
 def _emulate_world(
     script, args: list[str], gpu: str, world_size: int, local_world_size: int, trace_dir: Path,
     dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
+    cluster: ClusterSpec | None = None, in_process: bool = False,
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -119,7 +130,7 @@ def _emulate_world(
     try:
         world = emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
-            verify_dedup=verify_dedup, progress=progress, variant_families=variant_families,
+            verify_dedup=verify_dedup, progress=progress, variant_families=variant_families, in_process=in_process,
         )
     except RankFailedError as e:
         failed = e.result
@@ -128,10 +139,14 @@ def _emulate_world(
             trace_dir=str(trace_dir), exit_code=failed.exit_code or 1, error=f"[rank {failed.rank}] {failed.error}",
         )
     reps = world.representatives
-    write_traces_dataset(trace_dir, {r: res.table for r, res in world.results.items()})
+    if in_process:
+        for rank, res in world.results.items():
+            write_rank_trace(trace_dir, rank, res.table)
+    else:
+        write_traces_dataset(trace_dir, {r: res.table for r, res in world.results.items()})
     tables = {r: world.results[r].table for r in reps}
     prediction = predict(
-        tables, gpu, cluster=_launch_cluster(gpu, world_size, local_world_size),
+        tables, gpu, cluster=cluster or _launch_cluster(gpu, world_size, local_world_size),
         rank_to_representative=world.rank_to_representative, trace_dir=trace_dir,
     )
     slowest = world.rank_to_representative[prediction.slowest_rank]

@@ -45,8 +45,8 @@ def evaluate(
         config: one sampled configuration of its space.
         cache: where emulation results are looked up and stored.
         specs: memo for `resolve_candidate`.
-        emulate: runs one emulation, with `emulate_with_log`'s signature (the default, in this
-            process); `maya.tune.trial_resources.emulate_outside_trial` runs it in a Ray task.
+        emulate: runs one emulation, with `emulate_with_log`'s signature (the default: in this
+            process, several ranks one after another).
 
     Returns:
         The outcome: ok with time and cost, infeasible (out of memory), pruned, or failed.
@@ -152,17 +152,13 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     trace_dir = cache.new_trace_dir(key, sim_key)
     started = time.perf_counter()
     summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
-                      nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir, variant_families=variant_families)
+                      nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir, variant_families=variant_families,
+                      cluster=candidate.cluster)
     emulate_s = time.perf_counter() - started
     if summary.exit_code != 0:
         recorded = _script_end(summary, candidate)
         cache.write_outcome(key, recorded, inputs)
         return recorded, None, CacheUse.MISS
-    if candidate.world_size > 1:  # emulate() simulates on its GPU's DGX preset; predict on this cluster
-        try:
-            summary = resimulate(trace_dir, candidate.cluster)
-        except NotImplementedError as e:
-            log.info("figures of %s are on the %s preset cluster: %s", trace_dir, candidate.cluster.gpu, e)
     figures = figures_from_summary(summary, trace_dir)
     figures["emulate_s"] = emulate_s
     cache.write_figures(key, sim_key, figures, inputs)
@@ -170,16 +166,16 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
 
 
 def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,
-                     variant_families: list[int] | None = None):
-    """`maya.emulate` into `trace_dir`, the script's own prints (loss lines, progress bars) going to
-    `trace_dir/script.log`."""
+                     variant_families: list[int] | None = None, cluster=None):
+    """`maya.emulate` in this process (several ranks one after another) into `trace_dir`, simulated
+    on `cluster`; the script's own prints (loss lines, progress bars) go to `trace_dir/script.log`."""
     from maya.api import emulate
 
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
     with open(trace_dir / "script.log", "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
-                       variant_families=variant_families)
+                       variant_families=variant_families, cluster=cluster, in_process=True)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:

@@ -1,8 +1,8 @@
 """`run_study`: run a study on Ray Tune and write its results.
 
 Trials run as Ray Tune function trainables, `cpus_per_trial` CPUs each, as many at once as the Ray
-cluster has CPUs for; each calls `maya.emulate` in its own worker process (the trace cache shares
-work between them). The experiment lives in `OUT/tune/`, so an interrupted study resumes with
+cluster has CPUs for; each calls `maya.emulate` in its own worker process, several ranks one after
+another (see `maya.tune.trial_resources`; the trace cache shares work between trials). The experiment lives in `OUT/tune/`, so an interrupted study resumes with
 Tune's restore (`resume=True`): finished trials are kept and the search algorithm's state is
 reloaded.
 """
@@ -70,23 +70,22 @@ def run_study(
     from maya.tune.progress import ProgressCallback, log_line
     from maya.tune.pruning_searcher import PRUNED_LOG, PruningSearcher, read_pruned
     from maya.tune.trainable import run_trial
-    from maya.tune.trial_resources import max_concurrent_trials, needs_rank_actors, trial_resources
+    from maya.tune.trial_resources import max_concurrent_trials, trial_resources
 
     if resume and not tune.Tuner.can_restore(str(experiment)):
         raise FileNotFoundError(f"no study to resume in {out}")
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     cache_dir = Path(trace_cache_dir).resolve() if trace_cache_dir is not None else out / CACHE_DIR
-    multi_rank = needs_rank_actors(study)
     search_alg = setup.search_alg
     if isinstance(search_alg, Searcher):  # HyperOpt: prune inside the searcher (random and grid go through trials)
         search_alg = PruningSearcher(search_alg, study, metric=METRIC, max_configs=setup.num_samples,
                                      log_path=out / PRUNED_LOG, emit=progress or log_line)
     trainable = tune.with_resources(
-        tune.with_parameters(run_trial, study=study, cache_dir=str(cache_dir), multi_rank=multi_rank),
-        trial_resources(study, multi_rank),
+        tune.with_parameters(run_trial, study=study, cache_dir=str(cache_dir)),
+        trial_resources(study),
     )
-    concurrency = max_concurrent_trials(study, multi_rank, ray.cluster_resources().get("CPU", 1))
+    concurrency = max_concurrent_trials(study)
     dimensions = list(full_space(study))
     total = space_summary.grid_size if space_summary.grid_size is not None else setup.num_samples
     if resume:
@@ -108,8 +107,8 @@ def run_study(
                 failure_config=tune.FailureConfig(max_failures=0, fail_fast=False),
             ),
         )
-    log.info("study %s: %d trials, %d of %d layouts runnable, multi-rank: %s, at most %s at once", study.name, total,
-             space_summary.runnable, space_summary.layouts, multi_rank, concurrency or "as many as fit")
+    log.info("study %s: %d trials, %d of %d layouts runnable, at most %s at once", study.name, total,
+             space_summary.runnable, space_summary.layouts, concurrency or "as many as the CPUs allow")
     grid = tuner.fit()
     results = collect(grid, dimensions, study.objective, read_pruned(out / PRUNED_LOG))
     best = results.best

@@ -158,9 +158,9 @@ class Study:
     top_k: int = 10
     """How many of the best configurations the results list."""
     cpus_per_trial: float = 1.0
-    """Ray CPUs a trial reserves when it emulates in its own process (studies of one-GPU candidates only)."""
+    """Ray CPUs a trial reserves; it emulates in its own process (a world's ranks one after another)."""
     max_concurrent_trials: int | None = None
-    """Upper bound on trials running at once; None: as many as the CPUs allow (one per CPU with multi-rank candidates)."""
+    """Upper bound on trials running at once; None: as many as the CPUs allow."""
     time_budget_s: float | None = None
     """Stop starting trials after this many seconds (what finished is reported; resume continues); None: no limit."""
     name: str = "study"

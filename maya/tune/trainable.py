@@ -15,17 +15,12 @@ from maya.tune.trace_cache import TraceCache
 _SPECS: dict = {}
 
 
-def run_trial(config: dict[str, Any], *, study: Study, cache_dir: str, multi_rank: bool) -> None:
-    """Evaluate `config` and `tune.report` its `TrialOutcome` (status, objective, time, cost, memory).
-
-    With `multi_rank`, emulations run in Ray tasks outside the trial (see `maya.tune.trial_resources`).
-    """
+def run_trial(config: dict[str, Any], *, study: Study, cache_dir: str) -> None:
+    """Evaluate `config` in this process and `tune.report` its `TrialOutcome` (status, objective,
+    time, cost, memory); a multi-rank configuration's ranks are emulated here one after another."""
     import ray
     from ray import tune
 
-    from maya.tune.trial_resources import emulate_outside_trial
-
-    emulate = emulate_outside_trial if multi_rank else None
-    outcome = evaluate(study, config, TraceCache(Path(cache_dir)), _SPECS, emulate)
+    outcome = evaluate(study, config, TraceCache(Path(cache_dir)), _SPECS)
     outcome = replace(outcome, node_id=ray.get_runtime_context().get_node_id())
     tune.report(outcome.to_metrics())

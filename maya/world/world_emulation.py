@@ -123,6 +123,33 @@ class _RankRunner:
         return results
 
 
+class _InProcessRunner:
+    """Runs rank emulations one after another in this process (a Ray Tune trial's warm worker)."""
+
+    def __init__(self, script: str, args: list[str], gpu: str, world_size: int, local_world_size: int,
+                 progress: Callable[[str], None]) -> None:
+        self.call = (script, list(args), gpu)
+        self.world_size = world_size
+        self.local_world_size = local_world_size
+        self.progress = progress
+
+    def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
+        from maya.world.rank_emulation import emulate_rank
+
+        ranks = sorted(set(ranks))
+        if ranks:
+            self.progress(f"emulating {what} in this process: rank(s) {_short(ranks)}")
+        results: dict[int, RankResult] = {}
+        script, args, gpu = self.call
+        for rank in ranks:
+            result = emulate_rank(script, args, gpu, rank, self.world_size, self.local_world_size)
+            if result.exit_code != 0:
+                raise RankFailedError(result)
+            self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
+            results[rank] = result
+        return results
+
+
 def emulate_world(
     script: str | os.PathLike,
     args: list[str] | tuple[str, ...],
@@ -134,6 +161,7 @@ def emulate_world(
     verify_dedup: bool = False,
     progress: Callable[[str], None] | None = None,
     variant_families: Sequence[int] | None = None,
+    in_process: bool = False,
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -149,6 +177,8 @@ def emulate_world(
         variant_families: indices of the group families whose position changes a rank's trace, as
             an earlier emulation of the same script and layout found them (its
             `WorldEmulation.variant_families`); skips the probe phase. None: probe.
+        in_process: emulate the ranks one after another in this process instead of as Ray tasks
+            (no Ray needed): what a tuning trial does, whose warm process is its CPU.
 
     Raises:
         RankFailedError: the script failed on a rank (its traceback and rank are in the message).
@@ -156,8 +186,10 @@ def emulate_world(
         DedupMismatchError: `verify_dedup` found two members of a class with different traces.
     """
     progress = progress or log.info
-    ensure_ray()
-    pool = _RankRunner(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress)
+    if not in_process:
+        ensure_ray()
+    runner = _InProcessRunner if in_process else _RankRunner
+    pool = runner(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress)
     if not dedup:
         results = pool.run(range(world_size), "every rank")
         return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})

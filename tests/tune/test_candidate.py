@@ -91,15 +91,10 @@ def test_fewer_gpus_per_node_than_the_preset():
     assert (two.world_size, two.nvlink_domain_size) == (8, 4)
 
 
-def test_trial_resources_single_gpu_and_multi_rank(make_study):
-    from maya.tune.trial_resources import COORDINATOR_CPUS, max_concurrent_trials, needs_rank_actors, trial_resources
+def test_trial_resources_are_the_studys(make_study):
+    from maya.tune.trial_resources import max_concurrent_trials, trial_resources
 
-    single = make_study()
-    assert not needs_rank_actors(single)
-    assert trial_resources(single, False) == {"cpu": 1.0} and max_concurrent_trials(single, False, 2.0) is None
-    multi = make_study(clusters=(H100,), global_batch=64)
-    assert needs_rank_actors(multi)
-    # A multi-rank trial only waits for its emulation task: a token reservation, one trial per CPU.
-    assert trial_resources(multi, True) == {"cpu": COORDINATOR_CPUS}
-    assert max_concurrent_trials(multi, True, 2.0) == 2
-    assert max_concurrent_trials(make_study(clusters=(H100,), global_batch=64, max_concurrent_trials=5), True, 2.0) == 5
+    # Single-GPU and multi-rank trials alike emulate in their own process on cpus_per_trial CPUs.
+    assert trial_resources(make_study()) == {"cpu": 1.0} and max_concurrent_trials(make_study()) is None
+    multi = make_study(clusters=(H100,), global_batch=64, cpus_per_trial=2.0, max_concurrent_trials=5)
+    assert trial_resources(multi) == {"cpu": 2.0} and max_concurrent_trials(multi) == 5

@@ -161,3 +161,16 @@ def test_reused_worker_processes_record_the_same_traces(ray_local, tmp_path):
         assert first.results[rank].table.equals(again.results[rank].table), f"rank {rank} differs on a reused worker"
     earlier = {r.pid for r in first.results.values()} | {r.pid for r in other.results.values()}
     assert earlier & {r.pid for r in again.results.values()}
+
+
+def test_in_process_world_matches_the_ray_one(ray_local, tmp_path):
+    # What a tuning trial does: the same rank classes, emulated one after another in this process,
+    # and the same traces and prediction as through Ray tasks and a Ray Dataset.
+    args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--steps", "1", "--accum", "2"]
+    via_ray = maya.emulate(GPT, args, nproc_per_node=8, trace_dir=tmp_path / "ray")
+    here = maya.emulate(GPT, args, nproc_per_node=8, trace_dir=tmp_path / "here", in_process=True)
+    assert via_ray.exit_code == 0 and here.exit_code == 0, here.error
+    assert here.emulated_ranks == via_ray.emulated_ranks and here.extra["rank_classes"] == via_ray.extra["rank_classes"]
+    for rank in here.emulated_ranks:
+        assert read_rank_trace(tmp_path / "here", rank).equals(read_rank_trace(tmp_path / "ray", rank))
+    assert [it.time_ms for it in here.iterations] == [it.time_ms for it in via_ray.iterations]
