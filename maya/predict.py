@@ -16,7 +16,7 @@ from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_pa
 from maya.estimator.estimate import estimate_trace, source_shares
 from maya.estimator.exact_table import ExactTable
 from maya.estimator.model_set import load_model_set, resolve_models_dir
-from maya.estimator.host_cost import host_costs_us
+from maya.estimator.host_cost import host_costs_us, kernel_gap_us
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
 from maya.simulator import RankBreakdown, SimulationParams, export_chrome_trace, simulate
 from maya.throughput import model_flops_per_iteration
@@ -121,7 +121,8 @@ def predict(
         df["host_us"] = host_costs_us(df, gpu)
         estimated[rank] = df
     if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
-        params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu))
+        params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),
+                                  kernel_gap_us=kernel_gap_us(gpu))
     result = simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
     if timeline_path is None and trace_dir is not None:
         timeline_path = Path(trace_dir) / "timeline.json"

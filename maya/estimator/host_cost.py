@@ -42,6 +42,17 @@ def host_overhead(gpu: str = "h200") -> dict[str, float]:
 
 
 @functools.cache
+def kernel_gap_us(gpu: str = "h200") -> float:
+    """The GPU's gap between back-to-back kernels of one stream (microseconds), measured from real
+    `gpu` profiler traces (`kernel_gap_us` in host_overhead.json, by benchmarks/kernel_gap.py; the
+    H200's for others); 0.0 where never measured."""
+    path = _DATA / gpu / "host_overhead.json"
+    if not path.exists():
+        path = _DATA / "h200" / "host_overhead.json"
+    return float(json.loads(path.read_text()).get("kernel_gap_us", 0.0))
+
+
+@functools.cache
 def composite_op_extra_us(gpu: str = "h200") -> dict[str, float]:
     """Op -> host time (microseconds) its CUDA implementation spends beyond one launch, measured on a
     real `gpu` machine (`composite_op_extra_us` in host_overhead.json; the H200's for others)."""

@@ -34,16 +34,17 @@ class RankState:
 
     __slots__ = (
         "rank", "trace", "matcher", "slowdown", "host_time_us", "pos", "issue_us", "start_us", "end_us",
-        "stream_free", "queues", "record_time", "record_waiters", "item_open", "item_end", "sync_row",
+        "stream_free", "queues", "gap", "record_time", "record_waiters", "item_open", "item_end", "sync_row",
         "wake_scheduled", "busy_starts", "busy_ends", "busy_until",
     )
 
-    def __init__(self, trace: RankTrace, matcher: CollectiveMatcher, overlap_slowdown: float) -> None:
+    def __init__(self, trace: RankTrace, matcher: CollectiveMatcher, overlap_slowdown: float, kernel_gap_us: float = 0.0) -> None:
         n = trace.n
         self.rank = trace.rank
         self.trace = trace
         self.matcher = matcher
         self.slowdown = overlap_slowdown
+        self.gap = kernel_gap_us
         self.host_time_us = 0.0
         self.pos = 0
         # Per row: issue = host time after launching; start/end = GPU interval (host interval for syncs).
@@ -79,6 +80,7 @@ class RankState:
         issue, start, end = self.issue_us, self.start_us, self.end_us
         free, queues = self.stream_free, self.queues
         slow = self.slowdown != 1.0
+        gap = self.gap
         t = max(self.host_time_us, now_us)
         if self.sync_row >= 0:
             end[self.sync_row] = t
@@ -96,6 +98,8 @@ class RankState:
                     queues[s].append(i)
                 else:
                     f = free.get(s, 0.0)
+                    if k == KERNEL and s in free:  # not before the front end's gap after the stream's last kernel
+                        f += gap
                     st = t if t > f else f
                     if slow and k == KERNEL and st < self.busy_until:
                         e = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)
@@ -171,6 +175,8 @@ class RankState:
                 k = kind[i]
                 if k <= MEMCPY:
                     t = issue[i]
+                    if k == KERNEL and f > 0.0:
+                        f += self.gap
                     st = t if t > f else f
                     if slow and k == KERNEL and st < self.busy_until:
                         f = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)

@@ -67,7 +67,8 @@ def simulate(
 
     matcher = CollectiveMatcher(representative, duration_us)
     states = {
-        rank: RankState(RankTrace(rank, traces[rank], params.host), matcher, params.overlap_slowdown)
+        rank: RankState(RankTrace(rank, traces[rank], params.host), matcher, params.overlap_slowdown,
+                        params.kernel_gap_us)
         for rank in sorted(traces)
     }
     engine = Engine()

@@ -112,3 +112,23 @@ def test_rank_classes_must_cover_the_job(trace, nvlink_cluster):
         simulate({0: trace().kernel(1.0).table()}, nvlink_cluster, rank_to_representative={0: 0, 1: 3})
     with pytest.raises(ValueError, match=r"world_size=16 > nodes=1 \* gpus_per_node=8 = 8"):
         simulate({0: trace().kernel(1.0).table()}, nvlink_cluster, rank_to_representative={r: 0 for r in range(16)})
+
+
+def test_kernel_gap_separates_queued_kernels_only(trace, nvlink_cluster):
+    # Gap 2 us. Stream 0: three 10 us kernels issued at 1, 2, 3 (queued): [1, 11], [13, 23], [25, 35].
+    # Stream 1: a kernel issued at 50, after stream 1 was idle since 4: no gap, it starts at issue.
+    rank0 = (
+        trace(host_us=1.0)
+        .kernel(10.0).kernel(10.0).kernel(10.0)
+        .kernel(1.0, stream=1)                    # issued at 4: its stream's first kernel, [4, 5]
+        .kernel(1.0, stream=1, host_us=46.0)      # issued at 50: stream 1 free since 5 (+2 < 50), [50, 51]
+        .sync()
+        .table()
+    )
+    params = SimulationParams(kernel_gap_us=2.0)
+    timeline = simulate({0: rank0}, nvlink_cluster, params=params).timeline(0)
+    assert timeline["start_us"].tolist()[:5] == [1.0, 13.0, 25.0, 4.0, 50.0]
+    assert timeline["end_us"].tolist()[:5] == [11.0, 23.0, 35.0, 5.0, 51.0]
+    assert simulate({0: rank0}, nvlink_cluster).timeline(0)["start_us"].tolist()[:3] == [1.0, 11.0, 21.0]
+    with pytest.raises(ValueError, match="kernel_gap_us=-1.0 must be >= 0"):
+        SimulationParams(kernel_gap_us=-1.0)
