@@ -63,7 +63,8 @@ def main() -> None:
         world_size, extra = CASES[name]
         argv = [*MODEL, *extra]
         pp = int(extra[extra.index("--pp") + 1]) if "--pp" in extra else 1
-        counts = extrapolation_counts(args.accum, pp)
+        schedule = extra[extra.index("--pp-schedule") + 1] if "--pp-schedule" in extra else None
+        counts = extrapolation_counts(args.accum, pp, schedule)
         if counts is None:
             raise SystemExit(f"{name}: accum={args.accum} is emulated as it is (not above a1 + a2)")
         small = {a: figures(world_size, argv, a, args.gpu) for a in counts}

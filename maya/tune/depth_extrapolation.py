@@ -14,7 +14,7 @@ out of the slope) and for the time breakdown.
 
 The depths emulated are multiples of the configuration's *depth unit*, the smallest depth it runs
 with (pp blocks: one per pipeline stage; 2 * pp with two virtual stages per rank), so both small
-models split over the same stages: L1 = DEPTH_MULTIPLES[0] * unit, L2 = DEPTH_MULTIPLES[1] * unit.
+models split over the same stages: L1 = m1 * unit, L2 = m2 * unit with (m1, m2) from DEPTH_MULTIPLES.
 With micro-batch extrapolation as well (maya.tune.accum_extrapolation), the four corners
 (L1, a1), (L1, a2), (L2, a1), (L2, a2) are emulated; figures are extrapolated along micro-batches at
 each depth, then along depth (`maya.tune.accum_extrapolation.extrapolate_figures` composes).
@@ -33,10 +33,12 @@ from typing import Any
 
 from maya.tune.study import Study
 
-DEPTH_MULTIPLES: tuple[int, int] = (2, 3)
-"""The emulated depths as multiples of the depth unit. benchmarks/depth_extrapolation.py on a small GPT
-(24 blocks): (1, 2) predicted the step time within 0.1% but the allocated peak 1.4-2.2% high;
-(2, 3) within 0.4% for both (benchmarks/results/depth_extrapolation.json)."""
+DEPTH_MULTIPLES: tuple[tuple[int, int], ...] = ((2, 3), (1, 2))
+"""The emulated depths as multiples of the depth unit, in order of preference: the first pair whose
+sum is below the full depth. benchmarks/depth_extrapolation.py on a small GPT (24 blocks): (1, 2)
+predicted the step time within 0.1% but the allocated peak 1.4-2.2% high; (2, 3) within 0.4% for
+both. (1, 2) serves deep pipelines, whose unit is large (80 blocks over 16 stages: 2 + 3 blocks per
+stage are already 80)."""
 
 
 def depth_unit(study: Study, config: Mapping[str, Any]) -> int:
@@ -61,8 +63,10 @@ def depth_counts(study: Study, config: Mapping[str, Any]) -> tuple[int, int] | N
     if full is None:
         return None
     unit = depth_unit(study, config)
-    d1, d2 = DEPTH_MULTIPLES[0] * unit, DEPTH_MULTIPLES[1] * unit
-    return (d1, d2) if d1 + d2 < full else None
+    for m1, m2 in DEPTH_MULTIPLES:
+        if (m1 + m2) * unit < full:
+            return m1 * unit, m2 * unit
+    return None
 
 
 def with_depth(script_args: tuple[str, ...], flag: str, depth: int) -> tuple[str, ...]:

@@ -69,7 +69,8 @@ def evaluate(
         "argv": " ".join(candidate.argv),
     }
     try:
-        accums = extrapolation_counts(candidate.accum, candidate.pp) if study.extrapolate_accum else None
+        schedule = candidate.config.get("pp_schedule")
+        accums = extrapolation_counts(candidate.accum, candidate.pp, schedule) if study.extrapolate_accum else None
         depths = depth_counts(study, candidate.config)
         if accums is None and depths is None:
             recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log)

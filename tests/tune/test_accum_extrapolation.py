@@ -19,9 +19,11 @@ TINY_GPT = ("--steps", "1", "--seq", "64", "--dim", "64", "--layers", "4", "--he
 def test_counts_are_emulated_only_when_cheaper_than_the_configuration():
     assert extrapolation_counts(5, 1) is None  # 2 + 3 micro-batches cost as much as 5
     assert extrapolation_counts(6, 1) == (2, 3)
-    assert extrapolation_counts(12, 4) is None
-    assert extrapolation_counts(13, 4) == (4, 8)
-    assert extrapolation_counts(512, 8) == (8, 16)
+    assert extrapolation_counts(20, 4) is None
+    assert extrapolation_counts(21, 4) == (8, 12)  # schedule unknown: multiples of pp, past the warm-up
+    assert extrapolation_counts(512, 8, "interleaved") == (16, 24)
+    assert extrapolation_counts(512, 8, "1f1b") == (9, 10) and extrapolation_counts(20, 8, "gpipe") == (9, 10)
+    assert extrapolation_counts(19, 8, "1f1b") is None
 
 
 def test_figures_are_affine_in_the_count():
@@ -67,7 +69,7 @@ def test_extrapolated_pipeline_matches_a_full_emulation(ray_local, tmp_path, sch
     config = {"pp": 2, "pp_schedule": schedule, "micro_batch": 1}
     derived = evaluate(_pipeline_study(schedule, True), config, TraceCache(tmp_path / "derived"))
     assert derived.status is TrialStatus.OK and derived.cache is CacheUse.MISS, derived.error
-    assert derived.accum == 16 and derived.accum_emulated == "2,4"
+    assert derived.accum == 16 and derived.accum_emulated == ("3,4" if schedule == "1f1b" else "4,6")
     full = evaluate(_pipeline_study(schedule, False), config, TraceCache(tmp_path / "full"))
     assert full.status is TrialStatus.OK and full.accum_emulated is None, full.error
     # The bound against emulating all 16 micro-batches: step time within 3%, peak allocated within 5%;

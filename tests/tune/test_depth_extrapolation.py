@@ -33,10 +33,13 @@ def test_depths_are_multiples_of_the_unit_and_only_when_cheaper():
     assert study.full_depth == 24
     assert depth_counts(study, {"pp": 1}) == (2, 3)
     assert depth_counts(study, {"pp": 4}) == (8, 12)
-    assert depth_counts(study, {"pp": 8}) is None  # 16 + 24 blocks cost more than 24
-    assert depth_counts(_study(5, depth=True), {"pp": 1}) is None  # 2 + 3 blocks cost as much as 5
+    assert depth_counts(study, {"pp": 6}) == (6, 12)  # 12 + 18 blocks are more than 24: 1 and 2 per stage
+    assert depth_counts(study, {"pp": 8}) is None  # 8 + 16 blocks cost as much as 24
+    assert depth_counts(_study(5, depth=True), {"pp": 1}) == (1, 2)  # 2 + 3 blocks cost as much as 5
+    assert depth_counts(_study(3, depth=True), {"pp": 1}) is None
     interleaved = _study(80, depth=True, depth_unit=lambda c: 2 * c["pp"])
     assert depth_counts(interleaved, {"pp": 4}) == (16, 24)
+    assert depth_counts(interleaved, {"pp": 8}) == (16, 32)
     assert depth_counts(_study(24, depth=False), {"pp": 1}) is None
 
 
