@@ -250,6 +250,15 @@ def compare(workload: Workload, summary: dict, truth: dict | None) -> Row:
     return row
 
 
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 def header(env: dict, command: str) -> str:
     return "\n".join(
         [
@@ -262,6 +271,8 @@ def header(env: dict, command: str) -> str:
             "- Predicted step time: median `time_ms` over the timed iterations (the first `--warmup` "
             "iterations dropped); predicted memory: max `peak_allocated_bytes` over the same iterations.",
             "- Error = (predicted - measured) / measured. Held-out workloads were never looked at for calibration.",
+            f"- Predicted with torch {_version('torch')} and transformers {_version('transformers')} "
+            "(the Hugging Face models must be the ground truth's version: `pip install -e .[test]` pins it).",
             f"- Reproduce: `{command}`",
             "",
         ]
