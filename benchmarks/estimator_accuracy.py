@@ -8,7 +8,9 @@ shipped profiles used, so the shapes lie between and beyond the fixed grids the 
 Signatures that also occur in the training profiles (`maya/estimator/data/h200/`) are dropped. Each
 remaining op is estimated the way a trace op is, without the exact table and without the in-training
 calibration factors (both would not apply to an isolated op), and compared with its measured median.
-Prints per family the median |error| and the time-weighted error sum|pred - meas| / sum(meas).
+Prints per family the median |error| and the time-weighted error sum|pred - meas| / sum(meas), and
+the noise floor: the same held-out signatures timed again in another session
+(`benchmarks/gpu/heldout_ops_h200_repeat/`), compared with the first timing by the same two measures.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).parents[1]
 HELDOUT = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200"
+REPEAT = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_repeat"
 TRAINING = ROOT / "maya" / "estimator" / "data" / "h200"
 
 TARGETS = {"gemm": 0.05, "conv": 0.05, "sdpa": 0.05}
@@ -101,11 +104,28 @@ def table(df: pd.DataFrame) -> tuple[str, bool]:
     return "\n".join(lines), ok
 
 
+def noise_floor(heldout: Path, repeat: Path) -> str:
+    """Markdown table: per family, how far a second session's timing of each held-out signature lies
+    from the first (median |second/first - 1| and sum|second - first| / sum(first))."""
+    first, second = _read(heldout), _read(repeat)
+    a = pd.DataFrame({"key": _keys(first), "family": first.column("family").to_pylist(),
+                      "first_us": first.column("duration_us").to_numpy()})
+    b = pd.DataFrame({"key": _keys(second), "second_us": second.column("duration_us").to_numpy()})
+    both = a.merge(b, on="key")
+    lines = ["| family | signatures timed twice | median abs difference | time-weighted difference |",
+             "|---|---:|---:|---:|"]
+    for family, g in both.groupby("family"):
+        diff = (g.second_us - g.first_us).abs()
+        lines.append(f"| {family} | {len(g)} | {(diff / g.first_us).median():.1%} | {diff.sum() / g.first_us.sum():.1%} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--heldout", type=Path, default=HELDOUT, help="directory of held-out <family>.parquet profiles")
     p.add_argument("--training", type=Path, default=TRAINING, help="the profiles the models were trained on")
     p.add_argument("--models", type=Path, default=None, help="models directory (default: the shipped H200 models)")
+    p.add_argument("--repeat", type=Path, default=REPEAT, help="the held-out signatures timed again (noise floor)")
     p.add_argument("--out", type=Path, default=None, help="also write the table (markdown) here")
     args = p.parse_args()
     df = evaluate(args.heldout, args.training, models_dir=args.models)
@@ -113,6 +133,9 @@ def main() -> int:
     print(text)
     worst = df.reindex(df.error.abs().sort_values(ascending=False).index).head(10)
     print("\nworst ops:\n" + worst.to_string(index=False))
+    floor = noise_floor(args.heldout, args.repeat) if args.repeat.exists() else None
+    if floor:
+        print("\nnoise floor (held-out signatures timed in two sessions):\n" + floor)
     if args.out:
         command = (args.heldout / "command.txt").read_text().strip() if (args.heldout / "command.txt").exists() else "?"
         args.out.write_text(
@@ -122,6 +145,9 @@ def main() -> int:
             "- Models: the shipped `maya/estimator/data/h200/models`; signatures also in their training data dropped;"
             " no exact table, no in-training calibration factors.\n"
             "- Reproduce: `python benchmarks/estimator_accuracy.py`\n\n" + text + "\n"
+            + (f"\n## Noise floor\n\nThe held-out signatures timed again in another session (`{args.repeat.name}/`,"
+               " its command in `command.txt` there): the difference between two timings of the same op bounds how"
+               " low any model's error can go.\n\n" + floor + "\n" if floor else "")
         )
     return 0 if ok else 1
 
