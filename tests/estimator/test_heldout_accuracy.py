@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 # family -> (median |error| bound, time-weighted error bound), fractions.
-BOUNDS = {"gemm": (0.09, 0.08), "sdpa": (0.055, 0.05), "conv": (0.27, 0.35)}
+BOUNDS = {"gemm": (0.09, 0.07), "sdpa": (0.055, 0.05), "conv": (0.25, 0.33)}
 
 
 @pytest.fixture(scope="module")
