@@ -32,16 +32,16 @@ CASES = {
 }
 
 
-def figures(world_size: int, argv: list[str], accum: int, gpu: str) -> dict:
-    """Step time (ms) and peaks (bytes) of one emulation at `accum` micro-batches."""
+def figures(world_size: int, argv: list[str], gpu: str) -> dict:
+    """The figures of one emulation of examples/train_gpt.py `argv`, as the tuner caches them (with its wall time)."""
     from maya.api import emulate
     from maya.tune.evaluate import figures_from_summary
 
-    trace_dir = Path(tempfile.mkdtemp(prefix="maya-accum-"))
+    trace_dir = Path(tempfile.mkdtemp(prefix="maya-extrapolation-"))
     started = time.perf_counter()
-    summary = emulate(str(SCRIPT), [*argv, "--accum", str(accum)], gpu=gpu, nproc_per_node=world_size, trace_dir=trace_dir)
+    summary = emulate(str(SCRIPT), argv, gpu=gpu, nproc_per_node=world_size, trace_dir=trace_dir)
     if summary.exit_code != 0:
-        raise RuntimeError(f"accum={accum} {argv}: {summary.error}")
+        raise RuntimeError(f"{argv}: {summary.error}")
     return {**figures_from_summary(summary, trace_dir), "emulate_s": round(time.perf_counter() - started, 1)}
 
 
@@ -67,8 +67,8 @@ def main() -> None:
         counts = extrapolation_counts(args.accum, pp, schedule)
         if counts is None:
             raise SystemExit(f"{name}: accum={args.accum} is emulated as it is (not above a1 + a2)")
-        small = {a: figures(world_size, argv, a, args.gpu) for a in counts}
-        full = figures(world_size, argv, args.accum, args.gpu)
+        small = {a: figures(world_size, [*argv, "--accum", str(a)], args.gpu) for a in counts}
+        full = figures(world_size, [*argv, "--accum", str(args.accum)], args.gpu)
         derived = extrapolate_figures(small, args.accum)
         row = {"case": name, "world_size": world_size, "argv": " ".join(extra), "accum": args.accum, "counts": list(counts),
                "emulate_s": {str(a): f["emulate_s"] for a, f in {**small, args.accum: full}.items()}}

@@ -16,9 +16,9 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
-import time
 from pathlib import Path
+
+from accum_extrapolation import figures  # benchmarks/ is on sys.path when a script of it runs
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "train_gpt.py"
@@ -35,19 +35,6 @@ CASES = {
     "pp2-interleaved": (2, 4, ["--pp", "2", "--pp-schedule", "interleaved", "--accum", "4"]),
     "pp4-1f1b-fsdp": (8, 4, ["--pp", "4", "--pp-schedule", "1f1b", "--dp", "fsdp", "--accum", "4"]),
 }
-
-
-def figures(world_size: int, argv: list[str], layers: int, gpu: str) -> dict:
-    """Figures of one emulation at `layers` blocks (as the tuner caches them)."""
-    from maya.api import emulate
-    from maya.tune.evaluate import figures_from_summary
-
-    trace_dir = Path(tempfile.mkdtemp(prefix="maya-depth-"))
-    started = time.perf_counter()
-    summary = emulate(str(SCRIPT), [*argv, "--layers", str(layers)], gpu=gpu, nproc_per_node=world_size, trace_dir=trace_dir)
-    if summary.exit_code != 0:
-        raise RuntimeError(f"layers={layers} {argv}: {summary.error}")
-    return {**figures_from_summary(summary, trace_dir), "emulate_s": round(time.perf_counter() - started, 1)}
 
 
 def main() -> None:
@@ -70,8 +57,8 @@ def main() -> None:
         world_size, unit, extra = CASES[name]
         argv = [*MODEL, *extra]
         depths = tuple(m * unit for m in multiples)
-        small = {d: figures(world_size, argv, d, args.gpu) for d in depths}
-        full = figures(world_size, argv, args.layers, args.gpu)
+        small = {d: figures(world_size, [*argv, "--layers", str(d)], args.gpu) for d in depths}
+        full = figures(world_size, [*argv, "--layers", str(args.layers)], args.gpu)
         derived = extrapolate_figures(small, args.layers, axis="depth")
         row = {"case": name, "world_size": world_size, "argv": " ".join(extra), "layers": args.layers, "depths": list(depths),
                "emulate_s": {str(d): f["emulate_s"] for d, f in {**small, args.layers: full}.items()}}

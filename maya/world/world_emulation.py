@@ -79,18 +79,41 @@ def ensure_ray() -> None:
         ray.init(configure_logging=False, include_dashboard=False)
 
 
-class _RankRunner:
-    """Runs rank emulations as Ray tasks, as many at once as Ray has CPUs for."""
+class _InProcessRunner:
+    """Runs rank emulations one after another in this process (a Ray Tune trial's warm worker)."""
 
     def __init__(self, script: str, args: list[str], gpu: str, world_size: int, local_world_size: int,
                  progress: Callable[[str], None]) -> None:
-        from maya.world.rank_emulation import remote_emulate_rank
-
-        self.task = remote_emulate_rank()
         self.call = (script, list(args), gpu)
         self.world_size = world_size
         self.local_world_size = local_world_size
         self.progress = progress
+
+    def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
+        from maya.world.rank_emulation import emulate_rank
+
+        ranks = sorted(set(ranks))
+        if ranks:
+            self.progress(f"emulating {what} in this process: rank(s) {_short(ranks)}")
+        results: dict[int, RankResult] = {}
+        script, args, gpu = self.call
+        for rank in ranks:
+            result = emulate_rank(script, args, gpu, rank, self.world_size, self.local_world_size)
+            if result.exit_code != 0:
+                raise RankFailedError(result)
+            self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
+            results[rank] = result
+        return results
+
+
+class _RankRunner(_InProcessRunner):
+    """Runs rank emulations as Ray tasks, as many at once as Ray has CPUs for."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        from maya.world.rank_emulation import remote_emulate_rank
+
+        super().__init__(*args, **kwargs)
+        self.task = remote_emulate_rank()
 
     def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
         import ray
@@ -120,33 +143,6 @@ class _RankRunner:
         finally:
             for ref in pending:  # a failed rank ends the world: stop the others
                 ray.cancel(ref, force=True)
-        return results
-
-
-class _InProcessRunner:
-    """Runs rank emulations one after another in this process (a Ray Tune trial's warm worker)."""
-
-    def __init__(self, script: str, args: list[str], gpu: str, world_size: int, local_world_size: int,
-                 progress: Callable[[str], None]) -> None:
-        self.call = (script, list(args), gpu)
-        self.world_size = world_size
-        self.local_world_size = local_world_size
-        self.progress = progress
-
-    def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
-        from maya.world.rank_emulation import emulate_rank
-
-        ranks = sorted(set(ranks))
-        if ranks:
-            self.progress(f"emulating {what} in this process: rank(s) {_short(ranks)}")
-        results: dict[int, RankResult] = {}
-        script, args, gpu = self.call
-        for rank in ranks:
-            result = emulate_rank(script, args, gpu, rank, self.world_size, self.local_world_size)
-            if result.exit_code != 0:
-                raise RankFailedError(result)
-            self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
-            results[rank] = result
         return results
 
 
