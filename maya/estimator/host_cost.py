@@ -33,33 +33,30 @@ so one list entry of any foreach op costs that divided by 12."""
 
 
 @functools.cache
-def host_overhead(gpu: str = "h200") -> dict[str, float]:
-    """Per-op host costs (microseconds) measured on a real `gpu` machine; the H200's for others."""
+def _host_overhead_file(gpu: str) -> dict:
+    """host_overhead.json measured on a real `gpu` machine; the H200's for GPUs without one."""
     path = _DATA / gpu / "host_overhead.json"
     if not path.exists():
         path = _DATA / "h200" / "host_overhead.json"
-    return json.loads(path.read_text())["per_op_us"]
+    return json.loads(path.read_text())
 
 
-@functools.cache
+def host_overhead(gpu: str = "h200") -> dict[str, float]:
+    """Per-op host costs (microseconds) measured on a real `gpu` machine; the H200's for others."""
+    return _host_overhead_file(gpu)["per_op_us"]
+
+
 def kernel_gap_us(gpu: str = "h200") -> float:
     """The GPU's gap between back-to-back kernels of one stream (microseconds), measured from real
     `gpu` profiler traces (`kernel_gap_us` in host_overhead.json, by benchmarks/kernel_gap.py; the
     H200's for others); 0.0 where never measured."""
-    path = _DATA / gpu / "host_overhead.json"
-    if not path.exists():
-        path = _DATA / "h200" / "host_overhead.json"
-    return float(json.loads(path.read_text()).get("kernel_gap_us", 0.0))
+    return float(_host_overhead_file(gpu).get("kernel_gap_us", 0.0))
 
 
-@functools.cache
 def composite_op_extra_us(gpu: str = "h200") -> dict[str, float]:
     """Op -> host time (microseconds) its CUDA implementation spends beyond one launch, measured on a
     real `gpu` machine (`composite_op_extra_us` in host_overhead.json; the H200's for others)."""
-    path = _DATA / gpu / "host_overhead.json"
-    if not path.exists():
-        path = _DATA / "h200" / "host_overhead.json"
-    return json.loads(path.read_text()).get("composite_op_extra_us", {})
+    return _host_overhead_file(gpu).get("composite_op_extra_us", {})
 
 
 HOST_EVENT_COST = {
