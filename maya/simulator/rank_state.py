@@ -98,7 +98,7 @@ class RankState:
                     queues[s].append(i)
                 else:
                     f = free.get(s, 0.0)
-                    if k == KERNEL and s in free:  # not before the front end's gap after the stream's last kernel
+                    if k == KERNEL and f > 0.0:  # not before the front end's gap after the stream's last work
                         f += gap
                     st = t if t > f else f
                     if slow and k == KERNEL and st < self.busy_until:
@@ -163,6 +163,7 @@ class RankState:
         kind, duration = tr.kind, tr.duration_us
         issue, start, end = self.issue_us, self.start_us, self.end_us
         slow = self.slowdown != 1.0
+        gap = self.gap
         events: list = []
         while work:
             s = work.pop()
@@ -175,8 +176,8 @@ class RankState:
                 k = kind[i]
                 if k <= MEMCPY:
                     t = issue[i]
-                    if k == KERNEL and f > 0.0:
-                        f += self.gap
+                    if k == KERNEL and f > 0.0:  # as in run_host
+                        f += gap
                     st = t if t > f else f
                     if slow and k == KERNEL and st < self.busy_until:
                         f = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)
