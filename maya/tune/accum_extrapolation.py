@@ -130,13 +130,17 @@ def extrapolate_figures(figures: Mapping[int, Mapping[str, Any]], target: int, *
     derived["iteration_ms"] = [_affine(x, y, a1, a2, target) for x, y in zip(f1["iteration_ms"], f2["iteration_ms"])]
     if f1["step_time_ms"] is not None and f2["step_time_ms"] is not None:
         derived["step_time_ms"] = _affine(f1["step_time_ms"], f2["step_time_ms"], a1, a2, target)
-    derived["peak_allocated_bytes"] = _extrapolated_peak(f1, f2, a1, a2, target)
-    ratio = f2["peak_reserved_bytes"] / f2["peak_allocated_bytes"] if f2["peak_allocated_bytes"] else 1.0
-    derived["peak_reserved_bytes"] = round(derived["peak_allocated_bytes"] * ratio)
     s1, s2 = (f.get("memory_segments") or {} for f in (f1, f2))
-    derived["memory_segments"] = {
+    segments = {
         rank: [round(_affine(x, y, a1, a2, target)) for x, y in zip(s1[rank], s2[rank])] for rank in s2 if rank in s1
     }
+    derived["memory_segments"] = segments
+    # The peak: the largest extrapolated part of the rank f2 reports; the whole peak without parts.
+    rank = str(f2.get("memory_rank"))
+    derived["peak_allocated_bytes"] = max(segments[rank]) if rank in segments else round(
+        _affine(f1["peak_allocated_bytes"], f2["peak_allocated_bytes"], a1, a2, target))
+    ratio = f2["peak_reserved_bytes"] / f2["peak_allocated_bytes"] if f2["peak_allocated_bytes"] else 1.0
+    derived["peak_reserved_bytes"] = round(derived["peak_allocated_bytes"] * ratio)
     breakdown1, breakdown2 = f1.get("breakdown_ms") or {}, f2.get("breakdown_ms") or {}
     derived["breakdown_ms"] = {
         k: max(0.0, _affine(breakdown1.get(k, 0.0), v, a1, a2, target)) for k, v in breakdown2.items()
@@ -144,13 +148,3 @@ def extrapolate_figures(figures: Mapping[int, Mapping[str, Any]], target: int, *
     }
     derived[f"{axis}_emulated"] = [a1, a2]
     return derived
-
-
-def _extrapolated_peak(f1: Mapping[str, Any], f2: Mapping[str, Any], a1: int, a2: int, accum: int) -> int:
-    """The largest of the extrapolated segment peaks of the rank that `f2` reports, bytes; the whole
-    peak extrapolated when the segments are missing."""
-    rank = str(f2.get("memory_rank"))
-    s1, s2 = (f.get("memory_segments") or {} for f in (f1, f2))
-    if rank not in s1 or rank not in s2:
-        return round(_affine(f1["peak_allocated_bytes"], f2["peak_allocated_bytes"], a1, a2, accum))
-    return round(max(_affine(x, y, a1, a2, accum) for x, y in zip(s1[rank], s2[rank])))
