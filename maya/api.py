@@ -58,7 +58,7 @@ def emulate(
             the meta.json (`variant_families`) of an emulation of the same script and layout; the
             probe ranks that would find them are not emulated. None: probe.
         cluster: the cluster the job is simulated on (its world size must be nnodes *
-            nproc_per_node); default: the GPU's preset cluster with torchrun's placement.
+            nproc_per_node, its GPU `gpu`); default: the GPU's preset cluster with torchrun's placement.
         in_process: with several ranks, emulate them one after another in this process and write
             the traces directly, with no Ray (what a tuning trial does); default: Ray tasks and a
             Ray Dataset.
@@ -88,7 +88,7 @@ def emulate(
     iterations = _iterations(state.iterations, table)
     extra: dict = {}
     if outcome.exit_code == 0:
-        iterations, extra = _with_times(iterations, table, spec.key, trace_dir)
+        iterations, extra = _with_times(iterations, table, spec.key, trace_dir, cluster)
         write_meta(
             trace_dir,
             {"world_size": world_size, "gpu": spec.key, "emulated_ranks": [config.rank], "script": str(script), "args": list(args)},
@@ -106,11 +106,11 @@ def emulate(
     )
 
 
-def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: Path):
+def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: Path, cluster: ClusterSpec | None = None):
     """Fill `time_ms` from the estimator and simulator; extras carry breakdown and sources."""
     from maya.predict import predict
 
-    prediction = predict({0: table}, gpu, trace_dir=trace_dir)
+    prediction = predict({0: table}, gpu, cluster=cluster, trace_dir=trace_dir)
     times = prediction.iteration_ms
     timed = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
     extra = prediction.summary_extra()
