@@ -11,7 +11,8 @@ the tuner needs grow affinely with it once the schedule is in steady state:
 Without a pipeline, each extra micro-batch adds one forward and backward (and, with DDP or FSDP,
 one gradient reduction) and no memory after the second (the gradients exist by then), so the
 counts are a1 = 2, a2 = 3. With pp stages, both counts must be past the point where the schedule's
-micro-batches in flight stop growing, or the memory slope is too steep: measured on a GPT of 8 blocks
+micro-batches in flight stop growing, or the memory slope is too steep: measured (benchmarks/
+pipeline_warmup_memory.py, benchmarks/results/pipeline_warmup_memory.json) on a GPT of 8 blocks
 (width 1024) under 1F1B over 2 stages, stage 0's body peak was 1030, 1270, 1278 MiB at 2, 3, 4
 micro-batches (it saturates at pp + 1, not pp), and under interleaved 1F1B 1062, 1526, 1622, 1718
 MiB at 2, 4, 6, 8 (saturated from 2 * pp). So the counts are (pp + 1, pp + 2) for GPipe and 1F1B

@@ -73,8 +73,8 @@ def remote_emulate_rank():
     """`emulate_rank` as a Ray task of one CPU, retried once if its process dies.
 
     Ray runs the tasks on reused worker processes: a warm worker has torch, Maya and PyTorch's
-    dispatch caches loaded, and emulates a 2-block Llama-70B-width rank (1,418 trace rows) in 1.0 s
-    where a fresh process takes 5.9 s (this machine, 2026-11-29). A rank's patches, process groups
+    dispatch caches loaded, and emulates a 2-block Llama-70B-width rank (1,418 trace rows) in 1.7-2.1 s
+    where the first emulation in a process takes 5.4 s (benchmarks/results/rank_emulation_warm.json). A rank's patches, process groups
     and allocator are set up and torn down by `maya.emulator.runner.run_script` for each emulation.
     """
     import ray
