@@ -45,6 +45,27 @@ def figures(world_size: int, argv: list[str], gpu: str) -> dict:
     return {**figures_from_summary(summary, trace_dir), "emulate_s": round(time.perf_counter() - started, 1)}
 
 
+KEYS = ("step_time_ms", "peak_allocated_bytes", "peak_reserved_bytes")
+
+
+def with_errors(row: dict, full: dict, derived: dict) -> dict:
+    """`row` plus, for each figure, the emulated and extrapolated values and the relative error."""
+    for key in KEYS:
+        row[key] = {"emulated": full[key], "extrapolated": derived[key], "error": round((derived[key] - full[key]) / full[key], 4)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def write_result(command: str, rows: list[dict], json_path: str | None, **fields) -> None:
+    """Print the largest errors and write every case with the command that made them."""
+    result = {"command": command, **fields, "cases": rows,
+              "max_abs_error": {k: max(abs(r[k]["error"]) for r in rows) for k in KEYS},
+              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
+    print(json.dumps(result["max_abs_error"]))
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--accum", type=int, default=24, help="the micro-batch count to predict (multiple of every pp)")
@@ -70,24 +91,12 @@ def main() -> None:
         small = {a: figures(world_size, [*argv, "--accum", str(a)], args.gpu) for a in counts}
         full = figures(world_size, [*argv, "--accum", str(args.accum)], args.gpu)
         derived = extrapolate_figures(small, args.accum)
-        row = {"case": name, "world_size": world_size, "argv": " ".join(extra), "accum": args.accum, "counts": list(counts),
-               "emulate_s": {str(a): f["emulate_s"] for a, f in {**small, args.accum: full}.items()}}
-        for key in ("step_time_ms", "peak_allocated_bytes", "peak_reserved_bytes"):
-            row[key] = {"emulated": full[key], "extrapolated": derived[key],
-                        "error": round((derived[key] - full[key]) / full[key], 4)}
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    result = {
-        "command": "python benchmarks/accum_extrapolation.py " + " ".join(
-            [f"--accum {args.accum}", *(f"--case {c}" for c in args.case or [])]),
-        "model": " ".join(MODEL), "gpu": args.gpu, "cases": rows,
-        "max_abs_error": {k: max(abs(r[k]["error"]) for r in rows)
-                          for k in ("step_time_ms", "peak_allocated_bytes", "peak_reserved_bytes")},
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-    }
-    print(json.dumps(result["max_abs_error"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        rows.append(with_errors({
+            "case": name, "world_size": world_size, "argv": " ".join(extra), "accum": args.accum, "counts": list(counts),
+            "emulate_s": {str(a): f["emulate_s"] for a, f in {**small, args.accum: full}.items()}}, full, derived))
+    command = "python benchmarks/accum_extrapolation.py " + " ".join(
+        [f"--accum {args.accum}", *(f"--case {c}" for c in args.case or [])])
+    write_result(command, rows, args.json, model=" ".join(MODEL), gpu=args.gpu)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,10 @@ on a local Ray.
 """
 
 import argparse
-import json
-import os
-import platform
 import subprocess
 from pathlib import Path
 
-from accum_extrapolation import figures  # benchmarks/ is on sys.path when a script of it runs
+from accum_extrapolation import figures, with_errors, write_result  # benchmarks/ is on sys.path when a script of it runs
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "train_gpt.py"
@@ -60,25 +57,13 @@ def main() -> None:
         small = {d: figures(world_size, [*argv, "--layers", str(d)], args.gpu) for d in depths}
         full = figures(world_size, [*argv, "--layers", str(args.layers)], args.gpu)
         derived = extrapolate_figures(small, args.layers, axis="depth")
-        row = {"case": name, "world_size": world_size, "argv": " ".join(extra), "layers": args.layers, "depths": list(depths),
-               "emulate_s": {str(d): f["emulate_s"] for d, f in {**small, args.layers: full}.items()}}
-        for key in ("step_time_ms", "peak_allocated_bytes", "peak_reserved_bytes"):
-            row[key] = {"emulated": full[key], "extrapolated": derived[key],
-                        "error": round((derived[key] - full[key]) / full[key], 4)}
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+        rows.append(with_errors({
+            "case": name, "world_size": world_size, "argv": " ".join(extra), "layers": args.layers, "depths": list(depths),
+            "emulate_s": {str(d): f["emulate_s"] for d, f in {**small, args.layers: full}.items()}}, full, derived))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    result = {
-        "command": "python benchmarks/depth_extrapolation.py " + " ".join(
-            [f"--layers {args.layers}", f"--multiples {args.multiples}", *(f"--case {c}" for c in args.case or [])]),
-        "model": " ".join(MODEL), "gpu": args.gpu, "commit": commit, "cases": rows,
-        "max_abs_error": {k: max(abs(r[k]["error"]) for r in rows)
-                          for k in ("step_time_ms", "peak_allocated_bytes", "peak_reserved_bytes")},
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-    }
-    print(json.dumps(result["max_abs_error"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    command = "python benchmarks/depth_extrapolation.py " + " ".join(
+        [f"--layers {args.layers}", f"--multiples {args.multiples}", *(f"--case {c}" for c in args.case or [])])
+    write_result(command, rows, args.json, model=" ".join(MODEL), gpu=args.gpu, commit=commit)
 
 
 if __name__ == "__main__":
