@@ -649,13 +649,13 @@ def _index(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
 def _rnn(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
     for shape in rnn_grid.fixed_shapes(quick):
         for op, args in rnn_grid.calls(shape):
-            yield make_case("rnn", op, args)
+            yield make_case("rnn", op, args, allow_tf32=shape.dtype == "float32")  # cuDNN's default
 
 
 def _random_rnn(rng: random.Random) -> Iterator[ProfileCase]:
     for shape in rnn_grid.random_shapes(rng):
         for op, args in rnn_grid.calls(shape):
-            yield make_case("rnn", op, args)
+            yield make_case("rnn", op, args, allow_tf32=shape.dtype == "float32")
 
 
 # ---------------------------------------------------------------------------------------------

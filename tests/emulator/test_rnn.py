@@ -124,6 +124,22 @@ def test_autocast_runs_the_lstm_in_float16():
     assert {meta[1] for meta in _row(rows, "aten::_cudnn_rnn_backward")[OUTPUTS]} == {"float16"}
 
 
+@pytest.mark.parametrize("allow", [True, False])
+def test_float32_rnn_rows_record_cudnn_tf32_permission(allow):
+    # cuDNN runs float32 RNNs on TF32 tensor cores unless torch.backends.cudnn.allow_tf32 is off; the
+    # estimator reads the flag from the row (an H200 LSTM: 14.1 ms with TF32, 30.5 ms without).
+    before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow
+    try:
+        with emulated() as state:
+            rows = _step(state, nn.LSTM(16, 32, 1).cuda(), torch.randn(5, 2, 16, device="cuda"))
+    finally:
+        torch.backends.cudnn.allow_tf32 = before
+    tf32 = ROW_FIELDS.index("allow_tf32")
+    assert _row(rows, "aten::_cudnn_rnn")[tf32] is allow
+    assert _row(rows, "aten::_cudnn_rnn_backward")[tf32] is allow
+
+
 def test_reserve_is_held_until_backward_and_freed_after():
     seq, batch, hidden = 64, 32, 256
     reserve = reserve_size_bytes(

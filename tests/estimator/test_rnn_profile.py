@@ -78,6 +78,8 @@ def test_full_grid_spans_training_within_its_caps():
     assert {family_of(c.op) for c in cases} == {RNN}
     dtypes = {c.input_dtypes[0] for c in cases}
     assert dtypes == {"float32", "bfloat16", "float16"}
+    # Timed as PyTorch runs them by default: cuDNN may use TF32 for float32.
+    assert all(c.allow_tf32 == (c.input_dtypes[0] == "float32") for c in cases)
     modes = {c.attrs["args"][6] for c in cases if c.op == "aten::_cudnn_rnn"}
     # ReLU cells time like tanh ones: only the random draws (when the profiler adds them) pick them.
     assert modes >= {int(RnnMode.LSTM), int(RnnMode.GRU), int(RnnMode.RNN_TANH)}
