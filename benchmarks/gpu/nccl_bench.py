@@ -105,6 +105,8 @@ def main():
     p.add_argument("--min-bytes", type=int, default=1 << 10)
     p.add_argument("--max-bytes", type=int, default=1 << 30)
     p.add_argument("--factor", type=int, default=4, help="size step")
+    p.add_argument("--sizes", default=None,
+                   help="comma-separated message sizes in bytes, instead of --min-bytes/--max-bytes/--factor")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--graph", action="store_true", help="also time each op replayed from a CUDA graph")
@@ -115,8 +117,13 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     rank, world = dist.get_rank(), dist.get_world_size()
     rows = []
-    size = args.min_bytes
-    while size <= args.max_bytes:
+    sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else []
+    if not sizes:
+        size = args.min_bytes
+        while size <= args.max_bytes:
+            sizes.append(size)
+            size *= args.factor
+    for size in sizes:
         for op in OPS:
             if op == "send_recv" and world % 2:
                 continue
@@ -152,7 +159,6 @@ def main():
             if rank == 0:
                 print(f"{op:15s} {size:>12d} B {t[0].item():10.1f} us per call, graph {t[2].item():9.1f} us, "
                       f"busbw {rows[-1]['busbw_GBps']:8.1f} GB/s", flush=True)
-        size *= args.factor
     if rank == 0:
         with open(args.out, "w") as f:
             json.dump({
