@@ -165,7 +165,8 @@ def main():
                 "gpu": torch.cuda.get_device_name(0), "gpus": world, "torch": torch.__version__,
                 "cuda": torch.version.cuda, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                 "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")},
+                "env": {k: os.environ.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+                                                       "NCCL_PROTO", "NCCL_ALGO")},
                 "command": f"torchrun --nproc-per-node {world} benchmarks/gpu/nccl_bench.py " + " ".join(sys.argv[1:]),
                 "rows": rows,
             }, f, indent=2)
