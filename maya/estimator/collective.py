@@ -16,7 +16,9 @@ min(NVLink, min(k, nics_per_domain) * NIC), where k is how many of the group's r
 (a data-parallel group with one rank per node uses a single rail's NIC).
 
 All defaults in `CollectiveModelParams` are datasheet values, uncalibrated until measured with
-nccl-tests on the target cluster.
+nccl-tests on the target cluster. Inside one NVLink domain a calibrated GPU (`calibrated_params`)
+uses per-op fits instead (`NvlinkFit`): the protocol NCCL's tuning model picks (nccl_tuning.py)
+with a latency and a bandwidth per protocol fitted to measured NCCL times.
 """
 
 from __future__ import annotations
@@ -29,21 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from maya.estimator.collective_op import P2P_OPS, CollectiveOp
+from maya.estimator.nccl_tuning import NcclGraph, Protocol, ll_ring_channels, nccl_protocol
 from maya.hardware.cluster import ClusterSpec
-
-
-class CollectiveOp(str, enum.Enum):
-    """The NCCL operations the model prices."""
-
-    ALL_REDUCE = "all_reduce"
-    ALL_GATHER = "all_gather"
-    REDUCE_SCATTER = "reduce_scatter"
-    BROADCAST = "broadcast"
-    REDUCE = "reduce"
-    ALL_TO_ALL = "all_to_all"
-    SEND = "send"
-    RECV = "recv"
-    BARRIER = "barrier"
 
 
 class Algorithm(str, enum.Enum):
@@ -79,10 +69,6 @@ _ALIASES = {
     "isend": CollectiveOp.SEND,
     "irecv": CollectiveOp.RECV,
 }
-
-P2P_OPS = frozenset({CollectiveOp.SEND, CollectiveOp.RECV})
-"""Point-to-point operations: matched sender-to-receiver rather than over the whole group."""
-
 
 def canonical_op(name: str) -> CollectiveOp:
     """Map a trace op name (`nccl:all_reduce`, `all_gather_into_tensor`, `isend`) to a `CollectiveOp`.
@@ -120,8 +106,13 @@ class CollectiveModelParams:
     nvlink_fits: tuple[NvlinkFit, ...] = ()
     """Per-op fits to measured NCCL times inside one NVLink domain (`calibrated_params`); they replace
     the datasheet model there. Empty: uncalibrated."""
+    nccl_graph: NcclGraph | None = None
+    """NCCL's ring graph inside the NVLink domain, which decides the protocol `nvlink_fits` are priced
+    with; required with them."""
 
     def __post_init__(self) -> None:
+        if self.nvlink_fits and self.nccl_graph is None:
+            raise ValueError(f"{len(self.nvlink_fits)} nvlink_fits given without the nccl_graph that picks their protocol")
         for name in ("nvlink_efficiency", "nic_efficiency", "tree_efficiency"):
             value = getattr(self, name)
             if not 0 < value <= 1:
@@ -135,19 +126,33 @@ class CollectiveModelParams:
 class NvlinkFit:
     """One op's NCCL time inside an NVLink domain, fitted to measurements (benchmarks/collective_model.py).
 
-    t = (latency_us + factor * S / (nvlink_bandwidth * efficiency)) * (1 + log_slope * ln(S' / 1 GiB)),
-    S' = S clamped to [1 MiB, 1 GiB]: the alpha-beta ring (factor = busbw/algbw), with a bandwidth
-    that falls off logarithmically below 1 GiB as NCCL runs fewer channels and lighter protocols.
+    NCCL runs each call with the protocol its own tuning model picks (`nccl_protocol`), and the call
+    takes that protocol's time, with S the message (nccl-tests' size), factor = busbw/algbw,
+    B = the datasheet NVLink bandwidth and S' = S clamped to [1 MiB, 1 GiB]:
+      Simple: latency_us + factor * S / (B * efficiency) * (1 + log_slope * ln(1 GiB / S'))
+      LL128:  the same as Simple. NCCL picks it between LL and Simple only for all_reduce from 4
+              ranks (2.4-8.9 MiB on 4) and all_gather / reduce_scatter from 8, a window the measured
+              sizes cannot fit apart; forced on 2 H200s, an LL128 all_reduce took 0.90-1.09x the
+              Simple time from 2 to 32 MiB (benchmarks/gpu/multi_gpu_h200x2/nccl_h200x2_proto_*.json).
+      LL:     ll_latency_us + factor * S / (B * ll_efficiency) * C / c(S)
+    where c(S) of C channels is what NCCL gives a small LL call (`ll_ring_channels`; C for send/recv and
+    all_to_all). log_slope is the extra data time per e-fold below 1 GiB: a smaller message fills
+    fewer chunks per channel to overlap the ring's steps (and a p2p call fewer channels), so it
+    reaches less of the link.
     """
 
     op: str
     """CollectiveOp value."""
     latency_us: float
-    """Fixed cost per call, microseconds."""
+    """Fixed cost per call with the Simple protocol, microseconds."""
     efficiency: float
-    """Share of the datasheet NVLink bandwidth reached at 1 GiB."""
+    """Share of the datasheet NVLink bandwidth the Simple protocol reaches at 1 GiB."""
     log_slope: float
-    """Relative slow-down per e-fold below 1 GiB (negative: smaller messages are slower per byte)."""
+    """Extra Simple data time per e-fold below 1 GiB, as a fraction (>= 0)."""
+    ll_latency_us: float
+    """Fixed cost per call with the LL protocol, microseconds."""
+    ll_efficiency: float
+    """Share of the datasheet NVLink bandwidth the LL protocol reaches on all channels."""
     ranks: int
     """Group size the fit was measured at; other group sizes inside the domain use the nearest one."""
 
@@ -155,12 +160,20 @@ class NvlinkFit:
 _FIT_MIN_BYTES, _FIT_MAX_BYTES = 1 << 20, 1 << 30
 
 
-def nvlink_fit_duration_us(fit: NvlinkFit, op: CollectiveOp, message_bytes: int, n: int, nvlink_bytes_per_s: float) -> float:
+def nvlink_fit_duration_us(
+    fit: NvlinkFit, op: CollectiveOp, message_bytes: int, n: int, nvlink_bytes_per_s: float, graph: NcclGraph
+) -> float:
     """`NvlinkFit`'s formula for an n-rank group inside one NVLink domain, microseconds."""
     factor = 1.0 if op in P2P_OPS else bus_bandwidth_factor(op, n)
-    base_us = fit.latency_us + factor * message_bytes / (nvlink_bytes_per_s * fit.efficiency) * 1e6
+    data_us = factor * message_bytes / nvlink_bytes_per_s * 1e6
+    protocol = nccl_protocol(op, message_bytes, n, graph)
+    if protocol is Protocol.LL:
+        # A small ring call runs on fewer channels, each no faster: its data time grows by C / c(S).
+        ring = op not in P2P_OPS and op is not CollectiveOp.ALL_TO_ALL
+        channel_share = graph.coll_channels / ll_ring_channels(message_bytes, n, graph) if ring else 1.0
+        return fit.ll_latency_us + data_us / fit.ll_efficiency * channel_share
     clamped = min(max(message_bytes, _FIT_MIN_BYTES), _FIT_MAX_BYTES)
-    return base_us * (1 + fit.log_slope * math.log(clamped / _FIT_MAX_BYTES))
+    return fit.latency_us + data_us / fit.efficiency * (1 + fit.log_slope * math.log(_FIT_MAX_BYTES / clamped))
 
 
 DEFAULT_PARAMS = CollectiveModelParams()
@@ -318,7 +331,8 @@ def collective_cost(
     fit = _fit_for(op, params, n)
     if fit is not None and len({cluster.nvlink_domain_of(r) for r in group_ranks}) == 1:
         algorithm = Algorithm.DIRECT if op in P2P_OPS or op is CollectiveOp.ALL_TO_ALL else Algorithm.RING
-        return algorithm, nvlink_fit_duration_us(fit, op, message_bytes, n, cluster.nvlink_bandwidth_bytes_per_s)
+        duration_us = nvlink_fit_duration_us(fit, op, message_bytes, n, cluster.nvlink_bandwidth_bytes_per_s, params.nccl_graph)
+        return algorithm, duration_us
     if op in P2P_OPS:
         return Algorithm.DIRECT, p2p_duration_us(message_bytes, group_ranks[0], group_ranks[1], cluster, params)
     links = group_links(group_ranks, cluster, params)
@@ -349,8 +363,11 @@ def _nccl_calibration(gpu: str) -> dict:
 
 def calibrated_params(gpu: str) -> CollectiveModelParams:
     """The NCCL model calibrated for `gpu`, else datasheet defaults."""
-    fits = _nccl_calibration(gpu).get("fits")
-    return CollectiveModelParams(nvlink_fits=tuple(NvlinkFit(**f) for f in fits)) if fits else DEFAULT_PARAMS
+    calibration = _nccl_calibration(gpu)
+    if not calibration.get("fits"):
+        return DEFAULT_PARAMS
+    return CollectiveModelParams(nvlink_fits=tuple(NvlinkFit(**f) for f in calibration["fits"]),
+                                 nccl_graph=NcclGraph(**calibration["nccl_graph"]))
 
 
 def calibrated_overlap_slowdown(gpu: str) -> float:
