@@ -22,8 +22,8 @@ PHASE_COST = {
     "backward": "autograd_backward_op_us",
     "optimizer": "aten_op_us",
 }
-"""Trace phase -> host_overhead.json figure charged per kernel/memcpy/collective launch in that phase.
-Foreach and fused optimizer ops also pay for the tensors in their lists; see `LIST_ENTRIES_PER_PARAMETER`."""
+"""Trace phase -> host_overhead.json figure charged per kernel/memcpy/collective launch in that phase
+(a forward launch's figure times `forward_in_situ_factor`). Foreach and fused optimizer ops also pay for the tensors in their lists; see `LIST_ENTRIES_PER_PARAMETER`."""
 
 LIST_ENTRIES_PER_PARAMETER = 12
 """Tensor-list entries that the measured optimizer step walks per parameter: `host_overhead.py` times
@@ -71,10 +71,31 @@ backward; DTensor: the DTensors of a foreach list beyond the first; FSDP2 and DD
 The FSDP2 unit's figures cover its forward and backward hooks together, charged at its forward."""
 
 
-def host_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
-    """CPU time the issuing thread spends on each trace row, microseconds."""
-    costs = host_overhead(gpu)
-    per_phase = df["phase"].map({p: costs[k] for p, k in PHASE_COST.items()}).fillna(costs["aten_op_us"])
+def forward_in_situ_factor(gpu: str = "h200") -> float:
+    """How much longer real models take to issue a forward launch than the microbenchmark's module
+    chain (`forward_in_situ_factor` in host_overhead.json, by benchmarks/host_phase_factors.py from
+    in-situ host times of calibration workloads on real `gpu` machines; the H200's for others);
+    1.0 where never measured."""
+    return float(_host_overhead_file(gpu).get("forward_in_situ_factor", 1.0))
+
+
+def host_costs_us(
+    df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str, float] | None = None,
+    forward_factor: float | None = None,
+) -> np.ndarray:
+    """CPU time the issuing thread spends on each trace row, microseconds.
+
+    Args:
+        df: trace rows.
+        gpu: whose host_overhead.json figures apply.
+        per_op_us: figures to use instead of that file's `per_op_us` (another machine's microbenchmarks).
+        forward_factor: instead of `forward_in_situ_factor(gpu)`, the multiplier of a forward launch's
+            `module_forward_op_us` (1.0 gives the microbenchmark's figure alone).
+    """
+    costs = {**host_overhead(gpu), **(per_op_us or {})}
+    factor = forward_in_situ_factor(gpu) if forward_factor is None else forward_factor
+    figures = {p: costs[k] * (factor if p == "forward" else 1.0) for p, k in PHASE_COST.items()}
+    per_phase = df["phase"].map(figures).fillna(costs["aten_op_us"])
     host = per_phase.to_numpy(dtype=float)
     kind = df["kind"].to_numpy()
     launches = np.isin(kind, ["kernel", "memcpy", "collective"])

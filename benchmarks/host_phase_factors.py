@@ -1,0 +1,130 @@
+"""How Maya's host-time model compares with real models' host issue time, per phase, on real GPU leases.
+
+    python benchmarks/host_phase_factors.py [--write]
+
+Reads benchmarks/gpu/host_phase_h200/<lease>/: per calibration workload, the host time a real step
+spends issuing its forward, backward and optimizer step (benchmarks/gpu/host_phase_probe.py), and
+that machine's host microbenchmarks (host_overhead*.json, `maya.estimator.host_overhead`, averaged
+when run twice). It emulates each workload once (2 warm-up + 2 steps) and sums Maya's host cost of a
+steady iteration per phase with that lease's microbenchmark figures and no in-situ factor, and prints
+measured / modelled per phase.
+
+Only steps where the host, not the GPU, set the pace say anything about host cost (on a GPU-bound
+step the host blocks on a full launch queue, and its issue time is the GPU's): a workload counts on a
+lease when its profiled kernel time (`kernel_busy_ms`, benchmarks/gpu/op_times_h200) is under 80% of
+the step measured on that lease, and it does not checkpoint activations (checkpoint regions have their
+own figures). Held-out workloads are refused. The forward factor is the median over workloads of
+each workload's median ratio over leases; `--write` stores it as `forward_in_situ_factor` in
+maya/estimator/data/h200/host_overhead.json (`maya.estimator.host_cost.host_costs_us` multiplies a
+forward launch's `module_forward_op_us` by it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / "gpu" / "host_phase_h200"
+OP_TIMES = ROOT / "benchmarks" / "gpu" / "op_times_h200"
+HOST_FILE = ROOT / "maya" / "estimator" / "data" / "h200" / "host_overhead.json"
+HOST_BOUND_BUSY_SHARE = 0.8
+PHASES = ("forward", "backward", "optimizer")
+sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
+from suite import WORKLOADS  # noqa: E402
+
+
+def lease_figures(lease: Path) -> dict[str, float]:
+    """The lease's microbenchmark figures, averaged over its runs."""
+    runs = [json.loads(p.read_text())["per_op_us"] for p in sorted(lease.glob("host_overhead*.json"))]
+    return {k: statistics.fmean(run[k] for run in runs) for k in runs[0]}
+
+
+def measured_phases(probe: dict) -> dict[str, float]:
+    """Median host issue time per phase (ms) over the probe's measured steps, and the CUDA-event step."""
+    steps = probe["steps"][-len(probe["cuda_event_step_ms"]):]
+    out = {p: statistics.median(s[f"{p}_ms"] for s in steps if s.get(f"{p}_ms") is not None) for p in PHASES}
+    out["step"] = statistics.median(probe["cuda_event_step_ms"])
+    return out
+
+
+def emulated_trace(name: str, root: Path) -> Path:
+    """Emulate a suite workload for 4 steps into `root/name`; the rank-0 trace file."""
+    from maya.api import emulate
+
+    w = next(w for w in WORKLOADS if w.name == name)
+    if w.held_out:
+        raise SystemExit(f"{name} is held out: it may not set a calibration constant")
+    out = root / name
+    script = Path(ROOT / "benchmarks" / "validation" / "workloads" / w.script)
+    with contextlib.redirect_stdout(io.StringIO()):
+        summary = emulate(str(script), [*w.argv, "--steps", "2", "--warmup", "2"], gpu="h200", trace_dir=out)
+    if summary.exit_code != 0:
+        raise SystemExit(f"{name}: emulation failed\n{summary.error}")
+    return out / "rank=0" / "trace.parquet"
+
+
+def modelled_phases(trace: Path, figures: dict[str, float]) -> dict[str, float]:
+    """Maya's host time per phase (ms) of the trace's third iteration, with `figures` and no in-situ factor."""
+    import pyarrow.parquet as pq
+
+    from maya.estimator.host_cost import host_costs_us
+
+    df = pq.read_table(trace).to_pandas()
+    df = df[df["iteration"] == 2].reset_index(drop=True)
+    host = host_costs_us(df, per_op_us=figures, forward_factor=1.0)
+    return {p: float(host[(df["phase"] == p).to_numpy()].sum()) / 1e3 for p in PHASES}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--write", action="store_true", help="store the forward factor in host_overhead.json")
+    args = p.parse_args()
+    held_out = {w.name for w in WORKLOADS if w.held_out}
+    leases = sorted(d for d in DATA.iterdir() if d.is_dir())
+    names = sorted({f.stem for lease in leases for f in lease.glob("*.json")} & {w.name for w in WORKLOADS})
+    ratios: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        traces = {n: emulated_trace(n, Path(tmp)) for n in names if n not in held_out}
+        print("| lease | workload | measured step ms | host-bound | " + " | ".join(f"{p} measured / model ms" for p in PHASES) + " |")
+        print("|---|---|---:|---|" + "---:|" * len(PHASES))
+        for lease in leases:
+            figures = lease_figures(lease)
+            for name, trace in traces.items():
+                path = lease / f"{name}.json"
+                if not path.exists():
+                    continue
+                measured = measured_phases(json.loads(path.read_text()))
+                model = modelled_phases(trace, figures)
+                busy = json.loads((OP_TIMES / f"{name}.json").read_text())["kernel_busy_ms"]
+                checkpoints = "--checkpoint" in next(w for w in WORKLOADS if w.name == name).argv
+                host_bound = busy < HOST_BOUND_BUSY_SHARE * measured["step"] and not checkpoints
+                if host_bound:
+                    ratios.setdefault(name, []).append(measured["forward"] / model["forward"])
+                cells = " | ".join(f"{measured[p]:.2f} / {model[p]:.2f} = {measured[p] / model[p]:.2f}" for p in PHASES)
+                print(f"| {lease.name} | {name} | {measured['step']:.2f} | {'yes' if host_bound else 'no'} | {cells} |")
+    per_workload = {n: statistics.median(r) for n, r in ratios.items()}
+    factor = round(statistics.median(per_workload.values()), 3)
+    print(f"\nforward measured / modelled, host-bound steps: {json.dumps({n: round(v, 3) for n, v in per_workload.items()})}")
+    print(f"forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads)")
+    if args.write:
+        data = json.loads(HOST_FILE.read_text())
+        data["forward_in_situ_factor"] = factor
+        data["forward_in_situ_method"] = (
+            "python benchmarks/host_phase_factors.py --write: median over host-bound calibration workloads "
+            f"({', '.join(sorted(per_workload))}) of the median over H200 leases (benchmarks/gpu/host_phase_h200) "
+            "of the measured host time to issue a forward over Maya's forward host time with that lease's "
+            "microbenchmark figures; multiplies module_forward_op_us for forward launches."
+        )
+        HOST_FILE.write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote {HOST_FILE}")
+
+
+if __name__ == "__main__":
+    main()
