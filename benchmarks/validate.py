@@ -38,7 +38,13 @@ DEFAULT_STEPS = 12
 TIMEOUT_S = 600
 GIB = 1024**3
 
+REPEATABLE_SPREAD = 0.02
+"""A workload's ground truth counts as repeatable when its step time on every lease measured is within
+2% (GPU-bound workloads measured 0.0-1.5%; host-bound ones moved up to 71% with the lease's CPU)."""
+
 sys.path.insert(0, str(VALIDATION_DIR))
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+from ground_truth_repeatability import lease_spreads  # noqa: E402
 from suite import WORKLOADS, Workload  # noqa: E402
 
 # Runs in the child: emulate one script and write its summary as JSON.
@@ -103,6 +109,8 @@ class Row:
     predicted_bytes: int | None
     status: str
     wall_s: float | None = None
+    spread: float | None = None
+    """max / min - 1 of this workload's measured step time over the H200 leases it was measured on."""
 
     @property
     def time_error(self) -> float | None:
@@ -128,9 +136,9 @@ def _cell(text: str) -> str:
 def format_table(rows: list[Row]) -> str:
     """The markdown table of all rows."""
     lines = [
-        "| workload | held out | measured ms | predicted ms | time error % | measured GiB | predicted GiB "
-        "| memory error % | status |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| workload | held out | measured ms | lease spread | predicted ms | time error % | measured GiB "
+        "| predicted GiB | memory error % | status |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
@@ -140,6 +148,7 @@ def format_table(rows: list[Row]) -> str:
                     r.name,
                     "yes" if r.held_out else "no",
                     _num(r.measured_ms, ".2f"),
+                    "—" if r.spread is None else f"{100 * r.spread:.1f}%",
                     _num(r.predicted_ms, ".2f"),
                     _pct(r.time_error),
                     _num(None if r.measured_bytes is None else r.measured_bytes / GIB, ".2f"),
@@ -169,6 +178,9 @@ def summary_lines(rows: list[Row]) -> list[str]:
         ("held-out", [r for r in rows if r.held_out]),
         ("all", rows),
     ]
+    repeatable = [r for r in rows if r.spread is not None and r.spread <= REPEATABLE_SPREAD]
+    if repeatable:
+        groups.append((f"repeatable ground truth (lease spread <= {100 * REPEATABLE_SPREAD:.0f}%)", repeatable))
     for label, group in groups:
         for what, errors in (("time", [r.time_error for r in group]), ("memory", [r.memory_error for r in group])):
             med, worst, n = error_stats(errors)
@@ -271,6 +283,9 @@ def header(env: dict, command: str) -> str:
             "- Predicted step time: median `time_ms` over the timed iterations (the first `--warmup` "
             "iterations dropped); predicted memory: max `peak_allocated_bytes` over the same iterations.",
             "- Error = (predicted - measured) / measured. Held-out workloads were never looked at for calibration.",
+            "- Lease spread: max / min - 1 of the workload's measured step time over the H200 leases that measured it "
+            "(this ground truth and `benchmarks/gpu/host_phase_h200/lease_*`; "
+            "`python benchmarks/ground_truth_repeatability.py`). Host-bound steps move with the lease's CPU.",
             f"- Predicted with torch {_version('torch')} and transformers {_version('transformers')} "
             "(the Hugging Face models must be the ground truth's version: `pip install -e .[test]` pins it).",
             f"- Reproduce: `{command}`",
@@ -311,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
 
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
+    spreads = lease_spreads()
+    for r in rows:
+        r.spread = spreads.get(r.name)
     body = format_table(rows) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
     print(body)
 

@@ -59,23 +59,35 @@ def test_error_stats():
 def test_format_table_and_summary():
     rows = [
         validate.Row(name="a", held_out=False, measured_ms=100.0, predicted_ms=110.0,
-                     measured_bytes=2 * GIB, predicted_bytes=GIB, status="ok"),
+                     measured_bytes=2 * GIB, predicted_bytes=GIB, status="ok", spread=0.005),
         validate.Row(name="b", held_out=True, measured_ms=40.0, predicted_ms=30.0,
                      measured_bytes=4 * GIB, predicted_bytes=5 * GIB, status="ok"),
         validate.Row(name="c", held_out=True, measured_ms=10.0, predicted_ms=None,
                      measured_bytes=GIB, predicted_bytes=None, status="FAILED: Boom | x"),
     ]
     lines = validate.format_table(rows).splitlines()
-    assert lines[0].startswith("| workload | held out | measured ms | predicted ms | time error %")
-    assert lines[2] == "| a | no | 100.00 | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | ok |"
-    assert lines[3] == "| b | yes | 40.00 | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | ok |"
-    assert lines[4] == "| c | yes | 10.00 | — | — | 1.00 | — | — | FAILED: Boom \\| x |"
+    assert lines[0].startswith("| workload | held out | measured ms | lease spread | predicted ms | time error %")
+    assert lines[2] == "| a | no | 100.00 | 0.5% | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | ok |"
+    assert lines[3] == "| b | yes | 40.00 | — | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | ok |"
+    assert lines[4] == "| c | yes | 10.00 | — | — | — | 1.00 | — | — | FAILED: Boom \\| x |"
 
     summary = validate.summary_lines(rows)
     assert summary[0] == "- calibration time: median |error| 10.0%, worst |error| 10.0% (a) over 1 of 1 workloads"
     assert summary[2] == "- held-out time: median |error| 25.0%, worst |error| 25.0% (b) over 1 of 2 workloads"
     assert summary[4] == "- all time: median |error| 17.5%, worst |error| 25.0% (b) over 2 of 3 workloads"
     assert summary[5] == "- all memory: median |error| 37.5%, worst |error| 50.0% (a) over 2 of 3 workloads"
+    # Only workloads whose ground truth repeated within 2% across leases: a.
+    assert summary[6] == ("- repeatable ground truth (lease spread <= 2%) time: median |error| 10.0%, "
+                          "worst |error| 10.0% (a) over 1 of 1 workloads")
+
+
+def test_lease_spreads_come_from_the_committed_repeat_measurements():
+    from ground_truth_repeatability import lease_spreads
+
+    spreads = lease_spreads()
+    # GPU-bound: the same step on every lease; host-bound: it moves with the CPU.
+    assert spreads["llama_1b_bf16"] < 0.01 and spreads["gpt2_124m_bf16"] < 0.01
+    assert spreads["mlp_tiny_adamw"] > 0.2
 
 
 def test_first_line_names_the_exception():

@@ -1,0 +1,85 @@
+"""How much the validation suite's measured step times move between H200 leases (machines).
+
+    python benchmarks/ground_truth_repeatability.py [--out benchmarks/results/ground_truth_repeatability_h200.md]
+
+Compares the ground truth the validation table is scored on (benchmarks/validation/ground_truth_h200.json)
+with the same workloads measured by the same script on other leases (benchmarks/gpu/host_phase_h200/
+lease_*/ground_truth*.json, see its COMMANDS.md). A workload whose step is set by the GPU repeats
+within a few percent; one whose step is set by the host (eager PyTorch issuing small kernels) moves
+with the lease's CPU. Prints a markdown table: each lease's median step time, its difference from the
+scored ground truth, and the largest spread (max / min - 1) per workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCORED = ROOT / "benchmarks" / "validation" / "ground_truth_h200.json"
+LEASES = ROOT / "benchmarks" / "gpu" / "host_phase_h200"
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "ground_truth_repeatability_h200.md"
+
+
+def step_times(paths: list[Path]) -> dict[str, float]:
+    """Workload -> median step time (ms) over the successful entries of measure_ground_truth.py files."""
+    out = {}
+    for path in paths:
+        for w in json.loads(path.read_text())["workloads"]:
+            if w.get("median_step_ms") is not None and w.get("returncode", 0) == 0:
+                out[w["name"]] = w["median_step_ms"]
+    return out
+
+
+def lease_spreads() -> dict[str, float]:
+    """Workload -> max / min - 1 of its step time over the scored ground truth and every other lease
+    that measured it (only workloads measured on more than one lease)."""
+    scored = step_times([SCORED])
+    leases = [step_times(sorted(d.glob("ground_truth*.json"))) for d in sorted(LEASES.iterdir()) if d.is_dir()]
+    out = {}
+    for name, base in scored.items():
+        others = [t[name] for t in leases if name in t]
+        if others:
+            out[name] = max(base, *others) / min(base, *others) - 1.0
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = p.parse_args()
+    scored = step_times([SCORED])
+    leases = {d.name: step_times(sorted(d.glob("ground_truth*.json"))) for d in sorted(LEASES.iterdir())
+              if d.is_dir() and any(d.glob("ground_truth*.json"))}
+    lines = [
+        "# Ground truth repeatability across H200 leases",
+        "",
+        f"- Scored ground truth: `{SCORED.relative_to(ROOT)}`; other leases: `{LEASES.relative_to(ROOT)}/<lease>/ground_truth*.json`"
+        " (commands in its COMMANDS.md). All by `benchmarks/validation/measure_ground_truth.py`, median CUDA-event step time.",
+        f"- Made by `python {Path(__file__).relative_to(ROOT)}`.",
+        "",
+        "| workload | scored ms | " + " | ".join(f"{name} ms (vs scored)" for name in leases) + " | spread |",
+        "|---|---:|" + "---:|" * len(leases) + "---:|",
+    ]
+    spreads = lease_spreads()
+    for name, base in scored.items():
+        spread = f"{spreads[name]:.1%}" if name in spreads else "-"
+        cells = [f"{t[name]:.2f} ({t[name] / base - 1:+.1%})" if name in t else "-" for t in leases.values()]
+        lines.append(f"| {name} | {base:.2f} | " + " | ".join(cells) + f" | {spread} |")
+    repeated = spreads
+    small = sorted(n for n, s in repeated.items() if s <= 0.02)
+    lines += [
+        "",
+        f"- {len(repeated)} workloads measured on more than one lease; median spread {statistics.median(repeated.values()):.1%}, "
+        f"largest {max(repeated.values()):.1%} ({max(repeated, key=repeated.get)}).",
+        f"- Within 2% on every lease ({len(small)}): {', '.join(small)}.",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
