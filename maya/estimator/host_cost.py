@@ -101,10 +101,14 @@ def host_costs_us(
     launches = np.isin(kind, ["kernel", "memcpy", "collective"])
     host = np.where(launches, host, np.where(kind == "sync", costs["synchronize_us"], 0.0))
     host_rows = np.flatnonzero(kind == "host")
-    for i in host_rows:
-        fixed_key, per_op_key = HOST_EVENT_COST.get(df["op"].iat[i], (None, None))
-        ops = json.loads(df["attrs"].iat[i] or "{}").get("ops", 0)
-        host[i] = costs.get(fixed_key, 0.0) + costs.get(per_op_key, 0.0) * ops
+    if len(host_rows):
+        names = df["op"].to_numpy()[host_rows]
+        attrs = df["attrs"].to_numpy()[host_rows]
+        keys = [HOST_EVENT_COST.get(name, (None, None)) for name in names]
+        fixed = np.array([costs.get(f, 0.0) for f, _ in keys])
+        per_op = np.array([costs.get(k, 0.0) for _, k in keys])
+        ops = np.array([json.loads(a).get("ops", 0) if a else 0 for a in attrs], dtype=float)
+        host[host_rows] = fixed + per_op * ops
     op = df["op"]
     # Ops whose CUDA implementation launches a sort or several sub-ops (embedding backward, index_put
     # with accumulate, nonzero) cost the issuing thread 70-130 us more than a one-launch op.
