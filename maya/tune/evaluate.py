@@ -105,14 +105,15 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     counts (each point its own cache entry; with both, the four corners).
 
     Memory grows with depth and micro-batches, so a small point that runs out of memory (or fails)
-    ends the configuration with that point's outcome. Points after the first are emulated without
+    ends the configuration with that point's outcome, and so does a peak over the GPU's memory at the
+    fewer micro-batches (both depths emulated first). Points after the first are emulated without
     probe ranks: the first found which group families change a rank's trace, and neither the depth
     nor the micro-batch count changes that.
     """
     figures: dict[tuple[int | None, int | None], dict] = {}
     uses, variant = [], None
-    for depth in depths or (None,):
-        for accum in accums or (None,):
+    for i, accum in enumerate(accums or (None,)):
+        for depth in depths or (None,):
             small = replace(candidate, accum=accum or candidate.accum,
                             argv=script_argv(study, config, accum or candidate.accum, depth))
             recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variant)
@@ -123,7 +124,12 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
                 goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))
                                  if c is not None)
                 return {**recorded, "reason": f"{recorded['reason']} (at {at}, emulated to extrapolate to {goal})"}, None, use
-    use = CacheUse.MISS if CacheUse.MISS in uses else CacheUse.RESIMULATED if CacheUse.RESIMULATED in uses else CacheUse.HIT
+        if i == 0 and accums:
+            fewest = {d: figures[d, accum] for d in depths or (None,)}
+            over = _over_memory_at_fewest_microbatches(study, candidate, depths, fewest, accum)
+            if over is not None:
+                return over, None, _combined_use(uses)
+    use = _combined_use(uses)
     at_depth = {
         depth: extrapolate_figures({a: figures[depth, a] for a in accums}, candidate.accum) if accums else figures[depth, None]
         for depth in depths or (None,)
@@ -131,6 +137,30 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     if depths is None:
         return None, at_depth[None], use
     return None, extrapolate_figures(at_depth, study.full_depth, axis="depth"), use
+
+
+def _combined_use(uses: list[CacheUse]) -> CacheUse:
+    """A miss if any point was emulated, else re-simulated if any was, else a hit."""
+    return CacheUse.MISS if CacheUse.MISS in uses else CacheUse.RESIMULATED if CacheUse.RESIMULATED in uses else CacheUse.HIT
+
+
+def _over_memory_at_fewest_microbatches(study: Study, candidate: Candidate, depths: tuple[int, int] | None,
+                                        at_depth: dict, accum: int) -> dict | None:
+    """The infeasible record of a configuration whose peak at its fewest emulated micro-batches
+    (extrapolated to the full depth) already exceeds the GPU: more micro-batches only keep more
+    activations or gradients alive, so the other micro-batch count need not be emulated. None if it fits."""
+    at_full = extrapolate_figures(at_depth, study.full_depth, axis="depth") if depths else at_depth[None]
+    capacity = candidate.cluster.gpu_spec.total_memory_bytes * study.max_memory_fraction
+    if at_full["peak_reserved_bytes"] <= capacity:
+        return None
+    where = f"accum={accum}" + (f", extrapolated to depth={study.full_depth}" if depths else "")
+    return {
+        "status": TrialStatus.INFEASIBLE.value, "error": None,
+        "reason": (f"peak reserved {at_full['peak_reserved_bytes'] / _GIB:.1f} GiB at {where} > max_memory_fraction="
+                   f"{study.max_memory_fraction} of {candidate.cluster.gpu}'s memory ({capacity / _GIB:.1f} GiB); "
+                   f"accum={candidate.accum} holds at least as much"),
+        "peak_allocated_bytes": at_full["peak_allocated_bytes"], "peak_reserved_bytes": at_full["peak_reserved_bytes"],
+    }
 
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,

@@ -95,6 +95,22 @@ def test_a_small_count_out_of_memory_ends_the_configuration(make_study, tmp_path
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1  # accum=3 was never emulated
 
 
+def test_over_memory_at_the_fewer_micro_batches_ends_the_configuration(make_study, tmp_path):
+    # Memory only grows with micro-batches: a peak over the GPU at accum=2 rules out accum=8 without
+    # emulating accum=3.
+    from ray import tune
+
+    study = make_study(search_space={"micro_batch": tune.choice([1])}, max_memory_fraction=1e-6)
+    outcome = evaluate(study, {"micro_batch": 1}, TraceCache(tmp_path))
+    assert outcome.status is TrialStatus.INFEASIBLE and outcome.accum == 8, outcome.reason
+    assert "at accum=2 > max_memory_fraction=1e-06" in outcome.reason and "accum=8 holds at least as much" in outcome.reason
+    assert outcome.peak_reserved_bytes > 0
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1  # accum=3 was never emulated
+    # With room, both counts are emulated and the configuration fits.
+    fits = evaluate(replace(study, max_memory_fraction=1.0), {"micro_batch": 1}, TraceCache(tmp_path))
+    assert fits.status is TrialStatus.OK and fits.accum_emulated == "2,3", fits.reason
+
+
 def test_extrapolate_accum_must_be_a_bool(make_study):
     from maya.tune.study import StudyFieldError
 
