@@ -22,21 +22,12 @@ import time
 import torch
 import torch.distributed as dist
 
+from nccl_bench import call  # this folder is sys.path[0] when torchrun runs the script
+
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 DEFAULT_SIZES = [1 << k for k in range(10, 31, 2)] + [
     262144, 524288, 1572864, 2097152, 3145728, 6291456, 8388608, 12582912, 25165824, 33554432]
 CHOICE = re.compile(r"(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
-
-
-def call(op, buf, out):
-    if op == "all_reduce":
-        dist.all_reduce(buf)
-    elif op == "all_gather":
-        dist.all_gather_into_tensor(out, buf)
-    elif op == "reduce_scatter":
-        dist.reduce_scatter_tensor(out, buf)
-    elif op == "broadcast":
-        dist.broadcast(buf, src=0)
 
 
 def main():
@@ -64,7 +55,7 @@ def main():
                 buf, out = torch.ones(n, device="cuda"), torch.empty(n // world, device="cuda")
             else:
                 buf, out = torch.ones(n, device="cuda"), None
-            call(op, buf, out)
+            call(op, buf, out, rank, world)
             torch.cuda.synchronize()
     dist.barrier()
     torch.cuda.synchronize()
