@@ -37,6 +37,7 @@ def emulate(
     variant_families: list[int] | None = None,
     cluster: ClusterSpec | None = None,
     in_process: bool = False,
+    max_rank_classes: int | None = None,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -62,6 +63,8 @@ def emulate(
         in_process: with several ranks, emulate them one after another in this process and write
             the traces directly, with no Ray (what a tuning trial does); default: Ray tasks and a
             Ray Dataset.
+        max_rank_classes: with several ranks, raise `maya.world.TooManyRankClassesError` instead of
+            emulating more rank classes than this; None: no limit.
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
@@ -76,7 +79,7 @@ def emulate(
     if world_size > 1:
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
-            variant_families, cluster, in_process,
+            variant_families, cluster, in_process, max_rank_classes,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -120,7 +123,7 @@ def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: 
 def _emulate_world(
     script, args: list[str], gpu: str, world_size: int, local_world_size: int, trace_dir: Path,
     dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
-    cluster: ClusterSpec | None = None, in_process: bool = False,
+    cluster: ClusterSpec | None = None, in_process: bool = False, max_rank_classes: int | None = None,
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -131,6 +134,7 @@ def _emulate_world(
         world = emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
             verify_dedup=verify_dedup, progress=progress, variant_families=variant_families, in_process=in_process,
+            max_rank_classes=max_rank_classes,
         )
     except RankFailedError as e:
         failed = e.result

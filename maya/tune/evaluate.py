@@ -184,7 +184,7 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     started = time.perf_counter()
     summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
                       nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir, variant_families=variant_families,
-                      cluster=candidate.cluster)
+                      cluster=candidate.cluster, max_rank_classes=study.max_rank_classes)
     emulate_s = time.perf_counter() - started
     if summary.exit_code != 0:
         recorded = _script_end(summary, candidate)
@@ -197,7 +197,7 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
 
 
 def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,
-                     variant_families: list[int] | None = None, cluster=None):
+                     variant_families: list[int] | None = None, cluster=None, max_rank_classes: int | None = None):
     """`maya.emulate` in this process (several ranks one after another) into `trace_dir`, simulated
     on `cluster`; the script's own prints (loss lines, progress bars) go to `trace_dir/script.log`."""
     from maya.api import emulate
@@ -206,7 +206,8 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
     trace_dir.mkdir(parents=True, exist_ok=True)
     with open(trace_dir / "script.log", "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
-                       variant_families=variant_families, cluster=cluster, in_process=True)
+                       variant_families=variant_families, cluster=cluster, in_process=True,
+                       max_rank_classes=max_rank_classes)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:

@@ -137,6 +137,9 @@ class Study:
     """Largest world size a configuration may use; None: no limit beyond the clusters'."""
     max_memory_fraction: float = 1.0
     """A configuration fits when its peak reserved memory is at most this share of the GPU's."""
+    max_rank_classes: int | None = 32
+    """A configuration whose ranks fall into more classes than this (each emulated once) fails at
+    once, naming the group families that split them, instead of emulating them all; None: no limit."""
     tp_within_node: bool = True
     """Prune configurations whose tensor-parallel group spans nodes (tp > gpus_per_node)."""
     extrapolate_accum: bool = True
@@ -194,6 +197,8 @@ class Study:
             raise StudyFieldError("max_gpus", f"max_gpus={self.max_gpus!r} must be an integer >= 1")
         if not 0 < self.max_memory_fraction <= 1:
             raise StudyFieldError("max_memory_fraction", f"max_memory_fraction={self.max_memory_fraction} must be in (0, 1]")
+        if self.max_rank_classes is not None and (not isinstance(self.max_rank_classes, int) or self.max_rank_classes < 1):
+            raise StudyFieldError("max_rank_classes", f"max_rank_classes={self.max_rank_classes!r} must be an integer >= 1 or None")
         unknown = sorted(set(self.flags) - set(DEFAULT_FLAGS))
         if unknown:
             raise StudyFieldError("flags", f"unknown layout dimensions {unknown}; known: {sorted(DEFAULT_FLAGS)}")

@@ -4,8 +4,9 @@ from maya.world.world_emulation import (
     ActorDiedError,
     DedupMismatchError,
     RankFailedError,
+    TooManyRankClassesError,
     WorldEmulation,
     emulate_world,
 )
 
-__all__ = ["ActorDiedError", "DedupMismatchError", "RankFailedError", "WorldEmulation", "emulate_world"]
+__all__ = ["ActorDiedError", "DedupMismatchError", "RankFailedError", "TooManyRankClassesError", "WorldEmulation", "emulate_world"]

@@ -51,6 +51,10 @@ class DedupMismatchError(RuntimeError):
     """Two ranks of one class recorded different traces (`verify_dedup`)."""
 
 
+class TooManyRankClassesError(RuntimeError):
+    """Deduplication left more rank classes than the caller allows (`max_rank_classes`)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class WorldEmulation:
     """The emulated ranks of a world and the classes they stand for."""
@@ -158,6 +162,7 @@ def emulate_world(
     progress: Callable[[str], None] | None = None,
     variant_families: Sequence[int] | None = None,
     in_process: bool = False,
+    max_rank_classes: int | None = None,
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -175,11 +180,14 @@ def emulate_world(
             `WorldEmulation.variant_families`); skips the probe phase. None: probe.
         in_process: emulate the ranks one after another in this process instead of as Ray tasks
             (no Ray needed): what a tuning trial does, whose warm process is its CPU.
+        max_rank_classes: fail before emulating the class representatives when there are more
+            classes than this (a tuning trial's bound on its time); None: no limit.
 
     Raises:
         RankFailedError: the script failed on a rank (its traceback and rank are in the message).
         ActorDiedError: an emulation process died twice.
         DedupMismatchError: `verify_dedup` found two members of a class with different traces.
+        TooManyRankClassesError: more rank classes than `max_rank_classes`.
     """
     progress = progress or log.info
     if not in_process:
@@ -212,6 +220,14 @@ def emulate_world(
         f"{len(set(rep.values()))} rank class(es) over {world_size} ranks; group families "
         + ", ".join(f"#{f.index} (size {f.group_size}): {'varies' if f in variant else 'same trace'}" for f in useful)
     )
+    n_classes = len(set(rep.values()))
+    if max_rank_classes is not None and n_classes > max_rank_classes:
+        varying = ", ".join(f"#{f.index} (size {f.group_size})" for f in variant)
+        raise TooManyRankClassesError(
+            f"{n_classes} rank classes over {world_size} ranks, more than max_rank_classes={max_rank_classes}: the "
+            f"trace changes with the position in group families {varying} (uneven FSDP shards, say, when a "
+            "dimension does not divide by the data-parallel degree)"
+        )
     results.update(pool.run([r for r in set(rep.values()) if r not in results], "class representatives"))
     _check_members(results, rep, fams, fingerprint)
     if verify_dedup:

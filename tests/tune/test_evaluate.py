@@ -63,6 +63,29 @@ def test_memory_limit_of_the_study(make_study, tmp_path):
     assert outcome.status is TrialStatus.INFEASIBLE and "max_memory_fraction=1e-06" in outcome.reason
 
 
+def test_a_world_of_more_rank_classes_than_allowed_fails_fast(tmp_path):
+    # Two pipeline stages of a tiny GPT are two rank classes: a bound of one fails the configuration
+    # (recorded, not raised) before any stage is emulated beyond rank 0 and the probes.
+    from maya.tune.study import ClusterCandidate, Study, StudyFieldError
+
+    from conftest import ROOT
+
+    def pipeline(max_rank_classes):
+        return Study(
+            script=ROOT / "examples" / "train_gpt.py", search_space={"pp": 2, "micro_batch": 1}, global_batch=2,
+            script_args=("--steps", "1", "--seq", "64", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512"),
+            train_steps=10, clusters=(ClusterCandidate(preset="dgx-h100", gpus_per_node=2),), search="grid",
+            max_rank_classes=max_rank_classes,
+        )
+
+    failed = evaluate(pipeline(1), {"pp": 2, "micro_batch": 1}, TraceCache(tmp_path / "a"))
+    assert failed.status is TrialStatus.FAILED and "TooManyRankClassesError: 2 rank classes over 2 ranks" in failed.reason
+    ok = evaluate(pipeline(None), {"pp": 2, "micro_batch": 1}, TraceCache(tmp_path / "b"))
+    assert ok.status is TrialStatus.OK, ok.error
+    with pytest.raises(StudyFieldError, match="max_rank_classes=0 must be an integer >= 1 or None"):
+        pipeline(0)
+
+
 def test_pruned_configuration_is_not_emulated(study, tmp_path):
     outcome = evaluate(study, {"micro_batch": 3}, TraceCache(tmp_path))
     assert outcome.status is TrialStatus.PRUNED and "global_batch=8 is not a multiple" in outcome.reason

@@ -13,7 +13,7 @@ import pytest
 import maya
 from maya.cli.main import main
 from maya.trace import read_meta, read_rank_trace
-from maya.world import ActorDiedError, DedupMismatchError
+from maya.world import ActorDiedError, DedupMismatchError, TooManyRankClassesError
 
 SCRIPTS = Path(__file__).parents[1] / "emulator" / "scripts"
 GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
@@ -78,6 +78,16 @@ def test_tp_pp_dp_mix_at_8_has_one_class_per_pipeline_stage(ray_local, tmp_path)
     assert [r["message_bytes"] for r in _collectives(s.trace_dir, 0, "send")] == [activation] * 2
     assert [r["message_bytes"] for r in _collectives(s.trace_dir, 4, "recv")] == [activation] * 2
     assert {r["peer"] for r in _collectives(s.trace_dir, 4, "recv")} == {0}
+
+
+def test_more_rank_classes_than_allowed_fails_before_emulating_them(tmp_path):
+    # Two pipeline stages are two classes; a bound of one stops after rank 0 and the probes.
+    args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2"]
+    with pytest.raises(TooManyRankClassesError, match=r"2 rank classes over 8 ranks, more than max_rank_classes=1: "
+                                                      r"the trace changes with the position in group families #\d+ \(size 2\)"):
+        maya.emulate(GPT, args, nproc_per_node=8, trace_dir=tmp_path / "t", in_process=True, max_rank_classes=1)
+    s = maya.emulate(GPT, args, nproc_per_node=8, trace_dir=tmp_path / "ok", in_process=True, max_rank_classes=2)
+    assert s.exit_code == 0 and s.emulated_ranks == [0, 4], s.error
 
 
 def test_verify_dedup_catches_a_rank_that_differs_only_in_two_dimensions_at_once(ray_local, tmp_path):
