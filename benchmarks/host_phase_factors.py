@@ -1,6 +1,6 @@
 """How Maya's host-time model compares with real models' host issue time, per phase, on real GPU leases.
 
-    python benchmarks/host_phase_factors.py [--write]
+    python benchmarks/host_phase_factors.py [--write] [--out benchmarks/results/host_phase_factors_h200.md]
 
 Reads benchmarks/gpu/host_phase_h200/<lease>/: per calibration workload, the host time a real step
 spends issuing its forward, backward and optimizer step (benchmarks/gpu/host_phase_probe.py), and
@@ -85,15 +85,22 @@ def modelled_phases(trace: Path, figures: dict[str, float]) -> dict[str, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help="store the forward factor in host_overhead.json")
+    p.add_argument("--out", type=Path, help="also write the printed table and factor to this markdown file")
     args = p.parse_args()
+    lines: list[str] = []
+
+    def emit(line: str = "") -> None:
+        print(line)
+        lines.append(line)
+
     held_out = {w.name for w in WORKLOADS if w.held_out}
     leases = sorted(d for d in DATA.iterdir() if d.is_dir())
     names = sorted({f.stem for lease in leases for f in lease.glob("*.json")} & {w.name for w in WORKLOADS})
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         traces = {n: emulated_trace(n, Path(tmp)) for n in names if n not in held_out}
-        print("| lease | workload | measured step ms | host-bound | " + " | ".join(f"{p} measured / model ms" for p in PHASES) + " |")
-        print("|---|---|---:|---|" + "---:|" * len(PHASES))
+        emit("| lease | workload | measured step ms | host-bound | " + " | ".join(f"{p} measured / model ms" for p in PHASES) + " |")
+        emit("|---|---|---:|---|" + "---:|" * len(PHASES))
         for lease in leases:
             figures = lease_figures(lease)
             for name, trace in traces.items():
@@ -108,11 +115,18 @@ def main() -> None:
                 if host_bound:
                     ratios.setdefault(name, []).append(measured["forward"] / model["forward"])
                 cells = " | ".join(f"{measured[p]:.2f} / {model[p]:.2f} = {measured[p] / model[p]:.2f}" for p in PHASES)
-                print(f"| {lease.name} | {name} | {measured['step']:.2f} | {'yes' if host_bound else 'no'} | {cells} |")
+                emit(f"| {lease.name} | {name} | {measured['step']:.2f} | {'yes' if host_bound else 'no'} | {cells} |")
     per_workload = {n: statistics.median(r) for n, r in ratios.items()}
     factor = round(statistics.median(per_workload.values()), 3)
-    print(f"\nforward measured / modelled, host-bound steps: {json.dumps({n: round(v, 3) for n, v in per_workload.items()})}")
-    print(f"forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads)")
+    emit()
+    emit(f"- forward measured / modelled, host-bound steps: {json.dumps({n: round(v, 3) for n, v in per_workload.items()})}")
+    emit(f"- forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads)")
+    if args.out:
+        header = ["# Host issue time per phase: real H200 steps against Maya's host model", "",
+                  "- Made by `python benchmarks/host_phase_factors.py --out " + str(args.out) + "` from "
+                  "`benchmarks/gpu/host_phase_h200/` (commands in its COMMANDS.md); model figures are each lease's own "
+                  "microbenchmarks, without the in-situ factor.", ""]
+        args.out.write_text("\n".join(header + lines) + "\n")
     if args.write:
         data = json.loads(HOST_FILE.read_text())
         data["forward_in_situ_factor"] = factor
