@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maya.estimator.collective_op import P2P_OPS, CollectiveOp
-from maya.estimator.nccl_tuning import NcclGraph, Protocol, ll_ring_channels, nccl_protocol
+from maya.estimator.nccl_tuning import RING_OPS, NcclGraph, Protocol, ll_ring_channels, nccl_protocol
 from maya.hardware.cluster import ClusterSpec
 
 
@@ -169,8 +169,7 @@ def nvlink_fit_duration_us(
     protocol = nccl_protocol(op, message_bytes, n, graph)
     if protocol is Protocol.LL:
         # A small ring call runs on fewer channels, each no faster: its data time grows by C / c(S).
-        ring = op not in P2P_OPS and op is not CollectiveOp.ALL_TO_ALL
-        channel_share = graph.coll_channels / ll_ring_channels(message_bytes, n, graph) if ring else 1.0
+        channel_share = graph.coll_channels / ll_ring_channels(message_bytes, n, graph) if op in RING_OPS else 1.0
         return fit.ll_latency_us + data_us / fit.ll_efficiency * channel_share
     clamped = min(max(message_bytes, _FIT_MIN_BYTES), _FIT_MAX_BYTES)
     return fit.latency_us + data_us / fit.efficiency * (1 + fit.log_slope * math.log(_FIT_MAX_BYTES / clamped))

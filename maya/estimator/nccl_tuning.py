@@ -54,8 +54,9 @@ _LL_THREADS = 512  # NCCL_LL_MAX_NTHREADS
 _LL_THREAD_THRESHOLD_BYTES = 8  # NCCL_LL_THREAD_THRESHOLD, times nRanks for the ring
 _P2P_LL_THRESHOLD_BYTES = 16384  # NCCL_P2P_LL_THRESHOLD, per p2p channel
 
-_RING_OPS = frozenset({CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER,
+RING_OPS = frozenset({CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER,
                        CollectiveOp.BROADCAST, CollectiveOp.REDUCE, CollectiveOp.BARRIER})
+"""Collectives NCCL runs over its ring inside a node (the others take the point-to-point path)."""
 _P2P_OPS = frozenset({CollectiveOp.SEND, CollectiveOp.RECV, CollectiveOp.ALL_TO_ALL})
 
 
@@ -114,7 +115,7 @@ def nccl_protocol(op: CollectiveOp, message_bytes: int, n: int, graph: NcclGraph
     if op in _P2P_OPS:
         peer_bytes = message_bytes / n if op is CollectiveOp.ALL_TO_ALL else message_bytes
         return Protocol.LL if peer_bytes <= graph.p2p_channels_per_peer * _P2P_LL_THRESHOLD_BYTES else Protocol.SIMPLE
-    if op not in _RING_OPS:
+    if op not in RING_OPS:
         raise ValueError(f"no NCCL protocol choice for {op.value}")
     return min(Protocol, key=lambda p: nccl_ring_estimate_us(op, p, message_bytes, n, graph))
 
