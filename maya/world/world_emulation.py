@@ -216,19 +216,19 @@ def emulate_world(
     else:
         variant = [f for f in useful if f.index in set(variant_families)]
     rep = classes(world_size, variant)
+    representatives = set(rep.values())
     progress(
-        f"{len(set(rep.values()))} rank class(es) over {world_size} ranks; group families "
+        f"{len(representatives)} rank class(es) over {world_size} ranks; group families "
         + ", ".join(f"#{f.index} (size {f.group_size}): {'varies' if f in variant else 'same trace'}" for f in useful)
     )
-    n_classes = len(set(rep.values()))
-    if max_rank_classes is not None and n_classes > max_rank_classes:
+    if max_rank_classes is not None and len(representatives) > max_rank_classes:
         varying = ", ".join(f"#{f.index} (size {f.group_size})" for f in variant)
         raise TooManyRankClassesError(
-            f"{n_classes} rank classes over {world_size} ranks, more than max_rank_classes={max_rank_classes}: the "
-            f"trace changes with the position in group families {varying} (uneven FSDP shards, say, when a "
+            f"{len(representatives)} rank classes over {world_size} ranks, more than max_rank_classes={max_rank_classes}: "
+            f"the trace changes with the position in group families {varying} (uneven FSDP shards, say, when a "
             "dimension does not divide by the data-parallel degree)"
         )
-    results.update(pool.run([r for r in set(rep.values()) if r not in results], "class representatives"))
+    results.update(pool.run([r for r in representatives if r not in results], "class representatives"))
     _check_members(results, rep, fams, fingerprint)
     if verify_dedup:
         extra = _verification_ranks(rep, results)
