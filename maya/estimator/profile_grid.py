@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -646,16 +646,19 @@ def _index(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
 # cuDNN RNNs: nn.LSTM / GRU / RNN as one fused forward and backward (shapes in rnn_grid.py).
 
 
-def _rnn(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
-    for shape in rnn_grid.fixed_shapes(quick):
+def _rnn_cases(shapes: Iterable[rnn_grid.RnnShape]) -> Iterator[ProfileCase]:
+    """Forward and backward of each shape; float32 with TF32 allowed, cuDNN's default."""
+    for shape in shapes:
         for op, args in rnn_grid.calls(shape):
-            yield make_case("rnn", op, args, allow_tf32=shape.dtype == "float32")  # cuDNN's default
+            yield make_case("rnn", op, args, allow_tf32=shape.dtype == "float32")
+
+
+def _rnn(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    yield from _rnn_cases(rnn_grid.fixed_shapes(quick))
 
 
 def _random_rnn(rng: random.Random) -> Iterator[ProfileCase]:
-    for shape in rnn_grid.random_shapes(rng):
-        for op, args in rnn_grid.calls(shape):
-            yield make_case("rnn", op, args, allow_tf32=shape.dtype == "float32")
+    yield from _rnn_cases(rnn_grid.random_shapes(rng))
 
 
 # ---------------------------------------------------------------------------------------------
