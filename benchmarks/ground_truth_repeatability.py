@@ -33,14 +33,21 @@ def step_times(paths: list[Path]) -> dict[str, float]:
     return out
 
 
-def lease_spreads() -> dict[str, float]:
+def measurements() -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """(the scored ground truth's step times, lease name -> that lease's step times)."""
+    leases = {d.name: step_times(sorted(d.glob("ground_truth*.json"))) for d in sorted(LEASES.iterdir())
+              if d.is_dir() and any(d.glob("ground_truth*.json"))}
+    return step_times([SCORED]), leases
+
+
+def lease_spreads(measured: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None) -> dict[str, float]:
     """Workload -> max / min - 1 of its step time over the scored ground truth and every other lease
-    that measured it (only workloads measured on more than one lease)."""
-    scored = step_times([SCORED])
-    leases = [step_times(sorted(d.glob("ground_truth*.json"))) for d in sorted(LEASES.iterdir()) if d.is_dir()]
+    that measured it (only workloads measured on more than one lease); `measured` as `measurements()`
+    returns it, read from the files when None."""
+    scored, leases = measured or measurements()
     out = {}
     for name, base in scored.items():
-        others = [t[name] for t in leases if name in t]
+        others = [t[name] for t in leases.values() if name in t]
         if others:
             out[name] = max(base, *others) / min(base, *others) - 1.0
     return out
@@ -50,9 +57,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = p.parse_args()
-    scored = step_times([SCORED])
-    leases = {d.name: step_times(sorted(d.glob("ground_truth*.json"))) for d in sorted(LEASES.iterdir())
-              if d.is_dir() and any(d.glob("ground_truth*.json"))}
+    scored, leases = measured = measurements()
     lines = [
         "# Ground truth repeatability across H200 leases",
         "",
@@ -63,17 +68,16 @@ def main() -> None:
         "| workload | scored ms | " + " | ".join(f"{name} ms (vs scored)" for name in leases) + " | spread |",
         "|---|---:|" + "---:|" * len(leases) + "---:|",
     ]
-    spreads = lease_spreads()
+    spreads = lease_spreads(measured)
     for name, base in scored.items():
         spread = f"{spreads[name]:.1%}" if name in spreads else "-"
         cells = [f"{t[name]:.2f} ({t[name] / base - 1:+.1%})" if name in t else "-" for t in leases.values()]
         lines.append(f"| {name} | {base:.2f} | " + " | ".join(cells) + f" | {spread} |")
-    repeated = spreads
-    small = sorted(n for n, s in repeated.items() if s <= 0.02)
+    small = sorted(n for n, s in spreads.items() if s <= 0.02)
     lines += [
         "",
-        f"- {len(repeated)} workloads measured on more than one lease; median spread {statistics.median(repeated.values()):.1%}, "
-        f"largest {max(repeated.values()):.1%} ({max(repeated, key=repeated.get)}).",
+        f"- {len(spreads)} workloads measured on more than one lease; median spread {statistics.median(spreads.values()):.1%}, "
+        f"largest {max(spreads.values()):.1%} ({max(spreads, key=spreads.get)}).",
         f"- Within 2% on every lease ({len(small)}): {', '.join(small)}.",
     ]
     text = "\n".join(lines) + "\n"
