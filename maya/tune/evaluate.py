@@ -150,17 +150,26 @@ def _over_memory_at_fewest_microbatches(study: Study, candidate: Candidate, dept
     (extrapolated to the full depth) already exceeds the GPU: more micro-batches only keep more
     activations or gradients alive, so the other micro-batch count need not be emulated. None if it fits."""
     at_full = extrapolate_figures(at_depth, study.full_depth, axis="depth") if depths else at_depth[None]
-    capacity = candidate.cluster.gpu_spec.total_memory_bytes * study.max_memory_fraction
-    if at_full["peak_reserved_bytes"] <= capacity:
-        return None
     where = f"accum={accum}" + (f", extrapolated to depth={study.full_depth}" if depths else "")
+    reason = _over_capacity(study, candidate, at_full["peak_reserved_bytes"], at=where)
+    if reason is None:
+        return None
     return {
         "status": TrialStatus.INFEASIBLE.value, "error": None,
-        "reason": (f"peak reserved {at_full['peak_reserved_bytes'] / _GIB:.1f} GiB at {where} > max_memory_fraction="
-                   f"{study.max_memory_fraction} of {candidate.cluster.gpu}'s memory ({capacity / _GIB:.1f} GiB); "
-                   f"accum={candidate.accum} holds at least as much"),
+        "reason": f"{reason}; accum={candidate.accum} holds at least as much",
         "peak_allocated_bytes": at_full["peak_allocated_bytes"], "peak_reserved_bytes": at_full["peak_reserved_bytes"],
     }
+
+
+def _over_capacity(study: Study, candidate: Candidate, peak_reserved_bytes: int, at: str | None = None) -> str | None:
+    """Why a peak of `peak_reserved_bytes` (reached `at`, if given) does not fit the study's share of
+    the GPU's memory; None when it fits."""
+    capacity = candidate.cluster.gpu_spec.total_memory_bytes * study.max_memory_fraction
+    if peak_reserved_bytes <= capacity:
+        return None
+    where = f" at {at}" if at else ""
+    return (f"peak reserved {peak_reserved_bytes / _GIB:.1f} GiB{where} > max_memory_fraction="
+            f"{study.max_memory_fraction} of {candidate.cluster.gpu}'s memory ({capacity / _GIB:.1f} GiB)")
 
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
@@ -289,10 +298,8 @@ def _with_cost(study: Study, candidate: Candidate, figures: dict, use: CacheUse,
     if step_ms is None:
         return TrialOutcome(status=TrialStatus.FAILED, objective=INFEASIBLE_OBJECTIVE,
                             reason="no complete iteration: the script never reached optimizer.step()", **common)
-    capacity = candidate.cluster.gpu_spec.total_memory_bytes * study.max_memory_fraction
-    if figures["peak_reserved_bytes"] > capacity:
-        reason = (f"peak reserved {figures['peak_reserved_bytes'] / _GIB:.1f} GiB > max_memory_fraction="
-                  f"{study.max_memory_fraction} of {candidate.cluster.gpu}'s memory ({capacity / _GIB:.1f} GiB)")
+    reason = _over_capacity(study, candidate, figures["peak_reserved_bytes"])
+    if reason is not None:
         return TrialOutcome(status=TrialStatus.INFEASIBLE, objective=INFEASIBLE_OBJECTIVE, reason=reason,
                             step_time_ms=step_ms, **common)
     time_s = time_to_train_s(step_ms, study.steps_to_train)
