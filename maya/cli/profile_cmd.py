@@ -33,11 +33,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_profile(args: argparse.Namespace) -> int:
-    from maya.estimator.profiler import run_profile
+    from maya.estimator.profiler import run_from_args
 
-    print(run_profile(args.out, families=args.families, device=args.device, quick=args.quick,
-                      trace_dir=args.trace, seed=args.seed, flush_l2=not args.warm_l2,
-                      random_only=args.random_only))
+    print(run_from_args(args))
     return 0
 
 

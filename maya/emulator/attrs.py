@@ -16,6 +16,15 @@ import torch
 TensorMeta = tuple[tuple[int, ...], str, tuple[int, ...]]
 """(shape, dtype name, strides) of one tensor."""
 
+CUDNN_BENCHMARK = "cudnn_benchmark"
+"""Top-level `attrs` key, present (true) on a convolution recorded while `torch.backends.cudnn.benchmark`
+was on: cuDNN then times its algorithms and runs the fastest, instead of the one its heuristics pick,
+so the same shape can take a different time. Absent when the flag was off (PyTorch's default)."""
+
+CUDNN_BENCHMARK_OPS = frozenset({"aten::convolution", "aten::convolution_backward"})
+"""Ops whose algorithm `torch.backends.cudnn.benchmark` chooses (every 2-D/3-D convolution reaches
+cuDNN through these two)."""
+
 _DTYPE_NAMES = {d: str(d).removeprefix("torch.") for d in vars(torch).values() if isinstance(d, torch.dtype)}
 _MEMORY_FORMATS = {
     torch.contiguous_format: "contiguous_format",

@@ -31,7 +31,7 @@ from torch._subclasses.fake_tensor import (
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from maya.emulator.allocator import EmulatedOutOfMemory
-from maya.emulator.attrs import encode_call, flatten_tensors, tensor_meta
+from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, encode_call, flatten_tensors, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
@@ -216,6 +216,8 @@ class Recorder(TorchDispatchMode):
         if name in COPY_OPS and self._record_copy(name, args, kwargs, inputs, outputs, phase, module):
             return out
         attrs, input_metas = encode_call(args, kwargs)
+        if name in CUDNN_BENCHMARK_OPS and torch.backends.cudnn.benchmark:
+            attrs[CUDNN_BENCHMARK] = True
         state.add_row(
             EventKind.KERNEL,
             name,

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from maya.estimator.calibration import family_scales
 from maya.estimator.exact_table import ExactTable
-from maya.estimator.features import FEATURE_COLUMNS, extract_features, features_for_family
+from maya.estimator.features import FAMILY_FEATURE_NAMES, FEATURE_COLUMNS, extract_features, features_for_family
 from maya.estimator.model_set import ModelSet, load_model_set, resolve_models_dir
 from maya.estimator.roofline import KERNEL_LATENCY_US, compute_bound, peak_flops_per_s, roofline_duration_us
 from maya.estimator.signature import signature_keys
@@ -171,6 +171,17 @@ def _estimate(
     return duration_us, source, low_confidence
 
 
+def _model_features(model, family: str) -> list[str]:
+    """The feature columns `model` was trained on, in its order (a model trained before a feature was
+    added keeps predicting from the ones it knows); `features_for_family` for models without names."""
+    names = list(getattr(model, "feature_names_", None) or features_for_family(family))
+    unknown = sorted(set(names) - FAMILY_FEATURE_NAMES)
+    if unknown:
+        raise ValueError(f"the {family} model wants features {unknown} that this version of Maya does not compute; "
+                         "refit it with `maya fit`")
+    return names
+
+
 def _estimate_unique(
     table: pa.Table, keys: np.ndarray, counts: np.ndarray, *, models: ModelSet, target: GpuSpec,
     exact: ExactTable | None, allow_tf32: bool, scales: dict[str, float],
@@ -187,7 +198,7 @@ def _estimate_unique(
     for name, model in models.models.items():
         rows = np.flatnonzero((family == name) & np.isnan(duration_us))
         if len(rows):
-            x = features.iloc[rows][list(features_for_family(name))]
+            x = features.iloc[rows][_model_features(model, name)]
             roofline_us = np.exp2(features["log2_roofline_us"].to_numpy()[rows])
             duration_us[rows] = np.exp(model.predict(x)) * roofline_us  # fit_report.TARGET
             source[rows] = EstimateSource.CATBOOST.value

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from maya.emulator.attrs import CUDNN_BENCHMARK
 from maya.estimator.families import CONV, ELEMENTWISE, GEMM, OP_FAMILIES, RNN, SDPA, families_of  # noqa: F401 (re-export)
 from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
 from maya.estimator.tensor_columns import MAX_RANK, TensorColumn, as_arrow, list_parts
@@ -53,10 +54,11 @@ CONV_FEATURES = (
     "log2_batch", "log2_c_in", "log2_c_out", "log2_spatial_in", "log2_spatial_out", "kernel_numel",
     "stride_prod", "dilation_prod", "log2_groups", "transposed", "channels_last", "conv_dims",
     "is_backward", "output_mask", "log2_gemm_m", "log2_gemm_n", "log2_gemm_k", "align_c_in", "align_c_out",
-    "align_h_in", "log2_h_in", "depthwise",
+    "align_h_in", "log2_h_in", "depthwise", "cudnn_benchmark",
 )
 """Convolution parameters, and the implicit GEMM cuDNN runs (M = N*Ho*Wo, N = Cout/groups,
-K = Cin/groups*kernel) with the power-of-two alignment of its channel and spatial sizes."""
+K = Cin/groups*kernel) with the power-of-two alignment of its channel and spatial sizes; whether
+cuDNN autotuned the algorithm (`torch.backends.cudnn.benchmark`) or its heuristics chose it."""
 SDPA_FEATURES = (
     "log2_batch", "heads_q", "heads_kv", "log2_seq_q", "log2_seq_k", "head_dim", "causal", "gqa_ratio",
     "has_mask", "dropout", "is_backward",
@@ -73,6 +75,8 @@ FAMILY_FEATURES: dict[str, tuple[str, ...]] = {
     RNN: COMMON_FEATURES + RNN_FEATURES,
 }
 """Feature list of each family's model; families not listed use `COMMON_FEATURES`."""
+FAMILY_FEATURE_NAMES = frozenset(name for names in (COMMON_FEATURES, *FAMILY_FEATURES.values()) for name in names)
+"""Every feature `extract_features` computes for some family's model."""
 
 FLOATING_DTYPES = frozenset(
     {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
@@ -398,6 +402,7 @@ def _conv_values(base: str, attrs: dict, shapes: list, strides: list, out_shapes
         "transposed": float(transposed), "channels_last": float(channels_last), "conv_dims": float(len(x) - 2),
         "is_backward": float(is_backward),
         "output_mask": float(sum(bool(bit) << i for i, bit in enumerate(mask or []))),
+        "cudnn_benchmark": float(bool(attrs.get(CUDNN_BENCHMARK, False))),
     }
 
 

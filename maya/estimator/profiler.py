@@ -17,6 +17,7 @@ a bare GPU machine:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import logging
@@ -33,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS
 from maya.emulator.op_cost import op_cost
 from maya.estimator.host_overhead import measure_host_overhead
 from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, ProfileCase, grid
@@ -159,6 +161,7 @@ def run_profile(
     seed: int = 0,
     flush_l2: bool = True,
     random_only: bool = False,
+    cudnn_benchmark: bool = False,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -174,6 +177,10 @@ def run_profile(
         flush_l2: flush the L2 cache before every timed run (cold inputs); False keeps them warm.
         random_only: time only each family's random draws (shapes off the fixed grid), e.g. with
             another seed, as a held-out set for `benchmarks/estimator_accuracy.py`.
+        cudnn_benchmark: time the grids' convolutions with `torch.backends.cudnn.benchmark` on
+            (cuDNN's autotuned algorithm, as in scripts that set it); their rows carry the
+            `cudnn_benchmark` attrs key that the emulator records for such scripts. A trace's
+            signatures follow their own attrs either way.
 
     Returns:
         `out_dir` as a Path.
@@ -205,6 +212,8 @@ def run_profile(
             (out_dir / "host_overhead.json").write_text(json.dumps({**overhead, **env}, indent=2))
             continue
         cases = grid(family, quick=quick, seed=seed, part="random" if random_only else "all")
+        if cudnn_benchmark:
+            cases = [_with_cudnn_benchmark(case) for case in cases]
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
         _write_rows(rows, out_dir / f"{family}.parquet")
@@ -304,10 +313,19 @@ def _profile_cases(
     return rows, errors, False
 
 
+def _with_cudnn_benchmark(case: ProfileCase) -> ProfileCase:
+    """`case` marked for timing under `torch.backends.cudnn.benchmark` when its op is a convolution."""
+    if case.op not in CUDNN_BENCHMARK_OPS:
+        return case
+    return dataclasses.replace(case, attrs={**case.attrs, CUDNN_BENCHMARK: True})
+
+
 def _profile_one(
     case: ProfileCase, timer: _Timer, env: dict[str, str], *, quick: bool, seed: int, from_trace: bool
 ) -> dict[str, Any]:
     _set_tf32(case.allow_tf32)
+    # The first (warm-up) run below autotunes a benchmarked convolution; cuDNN caches the choice per shape.
+    torch.backends.cudnn.benchmark = bool(case.attrs.get(CUDNN_BENCHMARK, False))
     replay = build_replay(
         case.op, case.input_shapes, case.input_dtypes, case.input_strides, case.attrs,
         device=timer.device, seed=seed,
@@ -339,6 +357,8 @@ def _signature_columns(case: ProfileCase, replay: Replay, outputs: list[torch.Te
         attrs, shapes, dtypes, strides = case.attrs, case.input_shapes, case.input_dtypes, case.input_strides
     else:
         attrs, shapes, dtypes, strides = encode_arguments(replay.args, replay.kwargs)
+        if case.attrs.get(CUDNN_BENCHMARK):
+            attrs[CUDNN_BENCHMARK] = True
     out_shapes = [list(t.shape) for t in outputs]
     out_dtypes = [dtype_name(t.dtype) for t in outputs]
     flops, nbytes = op_cost(case.op, shapes, dtypes, out_shapes, out_dtypes, attrs)
@@ -439,18 +459,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--warm-l2", action="store_true",
         help="do not flush the L2 cache between runs (inputs stay cache-resident, as when the previous op wrote them)",
     )
+    parser.add_argument(
+        "--cudnn-benchmark", action="store_true",
+        help="time the grids' convolutions with torch.backends.cudnn.benchmark on (autotuned algorithms), "
+        "as scripts that set it run them",
+    )
     return parser
+
+
+def run_from_args(args: argparse.Namespace) -> Path:
+    """`run_profile` with the options of `build_parser`."""
+    return run_profile(
+        args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
+        flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
+    )
 
 
 def main(argv: Iterable[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
     args = build_parser().parse_args(None if argv is None else list(argv))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    out = run_profile(
-        args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
-        flush_l2=not args.warm_l2, random_only=args.random_only,
-    )
-    print(out)
+    print(run_from_args(args))
     return 0
 
 

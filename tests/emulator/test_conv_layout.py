@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import torch.nn as nn
@@ -44,3 +46,23 @@ def test_channels_last_3d_and_float64_follow_cudnn():
     assert y.is_contiguous(memory_format=layout) and not y.is_contiguous()
     y64, _, _ = _conv_out(True, True, dtype=torch.float64)
     assert y64.is_contiguous()  # cuDNN's rule: no channels-last for double
+
+
+@pytest.mark.parametrize("benchmark", [True, False])
+def test_convolutions_record_whether_cudnn_autotunes_them(benchmark):
+    # Under torch.backends.cudnn.benchmark cuDNN times its algorithms and runs the fastest, so the
+    # estimator must know: the forward and backward convolution rows carry the flag, other rows never.
+    from maya.emulator.attrs import CUDNN_BENCHMARK
+    from maya.emulator.state import ROW_FIELDS
+
+    op, attrs = ROW_FIELDS.index("op"), ROW_FIELDS.index("attrs")
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = benchmark
+    try:
+        with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+            conv = nn.Conv2d(8, 16, 3, padding=1).cuda()
+            conv(torch.randn(4, 8, 16, 16, device="cuda")).relu().sum().backward()
+    finally:
+        torch.backends.cudnn.benchmark = before
+    marked = {row[op] for row in state.rows if row[attrs] and CUDNN_BENCHMARK in json.loads(row[attrs])}
+    assert marked == ({"aten::convolution", "aten::convolution_backward"} if benchmark else set())

@@ -175,3 +175,16 @@ def test_help_and_import_without_ray_catboost_yaml():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "--families" in result.stdout and "--trace" in result.stdout
+
+
+def test_cudnn_benchmark_profile_marks_the_convolution_rows(tmp_path):
+    # --cudnn-benchmark times the convolutions autotuned; their rows carry the attrs key the emulator
+    # records under torch.backends.cudnn.benchmark, so the two modes never share a signature.
+    from maya.emulator.attrs import CUDNN_BENCHMARK
+
+    main(["--out", str(tmp_path), "--families", "conv", "--quick", "--device", "cpu", "--cudnn-benchmark"])
+    rows = pq.read_table(tmp_path / "conv.parquet").to_pylist()
+    assert rows and {row["op"] for row in rows} == {"aten::convolution", "aten::convolution_backward"}
+    assert all(json.loads(row["attrs"])[CUDNN_BENCHMARK] is True for row in rows)
+    plain = run_profile(tmp_path / "plain", families=["conv"], device="cpu", quick=True)
+    assert not any(CUDNN_BENCHMARK in json.loads(row["attrs"]) for row in pq.read_table(plain / "conv.parquet").to_pylist())
