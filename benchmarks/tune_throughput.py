@@ -62,6 +62,7 @@ def main() -> None:
         "pruned": int((table["status"] == "pruned").sum()),
         "evaluated_not_pruned": int(len(evaluated)),
         "emulations": int(len(emulated)),
+        "memory_dominated": int((table["cache"] == "dominated").sum()),
         "extrapolated": int((table["accum_emulated"].notna() | table["reason"].fillna("").str.contains("to extrapolate")).sum()),
         "fits": int((table["status"] == "ok").sum()),
         "cache_hit_rate": results.cache_hit_rate,

@@ -22,6 +22,10 @@ search_space = {
     "precision": tune.choice(["bf16", "fp32"]),
 }
 
+# Checkpointing never needs more memory than keeping every activation: a configuration needing at least
+# the memory of one found over memory is reported infeasible without emulating it (maya/tune/memory_dominance.py).
+memory_order = {"checkpoint": ["nonreentrant", "none"]}
+
 global_batch = 64
 train_tokens = 2_000_000_000
 tokens_per_sample = 1024

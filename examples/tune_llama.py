@@ -82,6 +82,10 @@ def check(config):
     return None
 
 
+# Checkpointing never needs more memory than keeping every activation: a configuration needing at least
+# the memory of one found over memory is reported infeasible without emulating it (maya/tune/memory_dominance.py).
+memory_order = {"checkpoint": ["nonreentrant", "none"]}
+
 objective = "cost"
 search = "hyperopt"
 num_samples = 1000

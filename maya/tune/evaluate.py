@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from maya.tune import memory_dominance
 from maya.tune.accum_extrapolation import extrapolate_figures, extrapolation_counts, memory_segments
 from maya.tune.candidate import Candidate, PrunedConfig, resolve_candidate, script_argv
 from maya.tune.cost import INFEASIBLE_OBJECTIVE, objective_value, time_to_train_s, training_cost_usd
@@ -68,6 +69,10 @@ def evaluate(
         "price_per_gpu_hour_usd": candidate.cluster.price_per_gpu_hour_usd,
         "argv": " ".join(candidate.argv),
     }
+    dominated = memory_dominance.dominating(study, candidate, cache.root)
+    if dominated is not None:
+        return TrialOutcome(status=TrialStatus.INFEASIBLE, reason=dominated, objective=INFEASIBLE_OBJECTIVE,
+                            cache=CacheUse.DOMINATED, evaluate_s=time.perf_counter() - started, **launch)
     try:
         schedule = candidate.config.get("pp_schedule")
         accums = extrapolation_counts(candidate.accum, candidate.pp, schedule) if study.extrapolate_accum else None
@@ -80,10 +85,14 @@ def evaluate(
         return _failed(e, started, **launch)
     elapsed = time.perf_counter() - started
     if recorded is not None:  # out of memory or the script failed: no figures on any cluster
-        return TrialOutcome(status=TrialStatus(recorded["status"]), reason=recorded["reason"], error=recorded["error"],
-                            objective=INFEASIBLE_OBJECTIVE, peak_allocated_bytes=recorded.get("peak_allocated_bytes"),
-                            peak_reserved_bytes=recorded.get("peak_reserved_bytes"), cache=use, evaluate_s=elapsed, **launch)
-    return _with_cost(study, candidate, figures, use, elapsed, launch)
+        outcome = TrialOutcome(status=TrialStatus(recorded["status"]), reason=recorded["reason"], error=recorded["error"],
+                               objective=INFEASIBLE_OBJECTIVE, peak_allocated_bytes=recorded.get("peak_allocated_bytes"),
+                               peak_reserved_bytes=recorded.get("peak_reserved_bytes"), cache=use, evaluate_s=elapsed, **launch)
+    else:
+        outcome = _with_cost(study, candidate, figures, use, elapsed, launch)
+    if outcome.status is TrialStatus.INFEASIBLE and study.memory_dominance:
+        memory_dominance.record(study, candidate, outcome.reason, cache.root)
+    return outcome
 
 
 def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Callable[..., Any],

@@ -29,6 +29,9 @@ class CacheUse(str, enum.Enum):
     """Figures for the same trace on the same cluster topology were cached."""
     RESIMULATED = "resimulated"
     """A cached trace was simulated again on this trial's cluster; no emulation."""
+    DOMINATED = "dominated"
+    """Infeasible without emulation: a configuration needing no more memory per GPU was over memory
+    (maya.tune.memory_dominance)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

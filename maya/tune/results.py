@@ -74,7 +74,8 @@ class TuneResults:
 
     @property
     def cache_hit_rate(self) -> float | None:
-        """Share of evaluated (not pruned) trials that did not emulate: cache hits and re-simulations."""
+        """Share of evaluated (not pruned) trials that did not emulate: cache hits, re-simulations and
+        configurations ruled out by memory dominance."""
         used = self.table["cache"].dropna()
         return float((used != "miss").mean()) if len(used) else None
 

@@ -40,6 +40,9 @@ DEFAULT_FLAGS: Mapping[str, str | None] = {
 }
 """The script flag of each layout dimension (examples/train_gpt.py's names); None: not passed."""
 
+INCREASING, DECREASING = "increasing", "decreasing"
+"""`Study.memory_order` values for numeric dimensions: more memory per GPU with larger (smaller) values."""
+
 RESULT_COLUMNS: tuple[str, ...] = (
     "trial_id", "status", "reason", "objective", "step_time_ms", "time_to_train_s", "cost_usd",
     "peak_allocated_bytes", "peak_reserved_bytes", "world_size", "gpus_per_node", "dp", "accum", "accum_emulated", "depth_emulated",
@@ -140,6 +143,14 @@ class Study:
     max_rank_classes: int | None = 32
     """A configuration whose ranks fall into more classes than this (each emulated once) fails at
     once, naming the group families that split them, instead of emulating them all; None: no limit."""
+    memory_dominance: bool = True
+    """Report a configuration infeasible without emulating it when one already found over memory needs
+    no more memory per GPU (maya.tune.memory_dominance: same GPU, micro-batch at least as large, dp at
+    most as large, `memory_order` dimensions at least as far along, everything else equal)."""
+    memory_order: Mapping[str, Any] | None = None
+    """For memory dominance, searched dimensions whose values order the memory per GPU: 'increasing',
+    'decreasing', or a list of values, least memory first ({"checkpoint": ["full", "none"]});
+    micro_batch is 'increasing' already."""
     tp_within_node: bool = True
     """Prune configurations whose tensor-parallel group spans nodes (tp > gpus_per_node)."""
     extrapolate_accum: bool = True
@@ -205,6 +216,11 @@ class Study:
         if not isinstance(self.extrapolate_accum, bool):
             raise StudyFieldError("extrapolate_accum", f"extrapolate_accum={self.extrapolate_accum!r} must be True or False")
         self._check_depth()
+        if not isinstance(self.memory_dominance, bool):
+            raise StudyFieldError("memory_dominance", f"memory_dominance={self.memory_dominance!r} must be True or False")
+        reason = _memory_order_problem(self.memory_order, self.search_space)
+        if reason:
+            raise StudyFieldError("memory_order", reason)
         if self.check is not None and not callable(self.check):
             raise StudyFieldError("check", f"must be a function of the configuration, got {type(self.check).__name__}")
         if self.time_budget_s is not None and not self.time_budget_s > 0:
@@ -269,3 +285,20 @@ class Study:
             if c.name == name:
                 return c
         raise KeyError(f"no candidate cluster {name!r}; candidates: {[c.name for c in self.clusters]}")
+
+
+def _memory_order_problem(order: Any, search_space: Mapping[str, Any]) -> str | None:
+    """Why a study's `memory_order` cannot work, or None."""
+    if order is None:
+        return None
+    if not isinstance(order, Mapping):
+        return f"must map searched dimensions to 'increasing', 'decreasing' or a list of values, got {type(order).__name__}"
+    for name, how in order.items():
+        if name not in search_space or name in LAUNCH_DIMENSIONS:
+            return f"{name!r} is not a searched dimension of the configuration (cluster and nodes are free already)"
+        if isinstance(how, str):
+            if how not in (INCREASING, DECREASING):
+                return f"{name}: {how!r} is not 'increasing', 'decreasing' or a list of values (least memory first)"
+        elif not isinstance(how, (list, tuple)) or len(how) < 2:
+            return f"{name}: give 'increasing', 'decreasing' or a list of two or more values, least memory first"
+    return None

@@ -17,6 +17,7 @@ p.add_argument("--accum", type=int, default=1)
 p.add_argument("--dim", type=int, default=256)
 p.add_argument("--precision", choices=["bf16", "fp32"], default="fp32")
 p.add_argument("--oom-on-batch", type=int, default=0, help="allocate more than any GPU holds at this micro-batch size")
+p.add_argument("--oom-from-batch", type=int, default=0, help="allocate more than any GPU holds from this micro-batch size up")
 p.add_argument("--fail-on-batch", type=int, default=0, help="raise at this micro-batch size")
 p.add_argument("--exit-on-batch", type=int, default=0, help="kill the whole process at this micro-batch size")
 p.add_argument("--block-on-batch", type=int, default=0, help="at this micro-batch size, wait for --block-until")
@@ -36,7 +37,7 @@ dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
 for step in range(args.steps):
     for micro in range(args.accum):
         x = torch.randn(args.batch, args.dim, device="cuda")
-        if args.batch == args.oom_on_batch:
+        if args.batch == args.oom_on_batch or 0 < args.oom_from_batch <= args.batch:
             torch.empty(1 << 42, device="cuda")  # 4 TiB
         with torch.autocast("cuda", dtype=dtype, enabled=dtype != torch.float32):
             loss = model(x).square().mean() / args.accum
