@@ -9,7 +9,9 @@
 # signatures) needs about 35 minutes: give it that, or run it in parts. Writes
 #   OUT_DIR/heldout/conv.parquet         -> benchmarks/gpu/heldout_ops_h200_cudnn_benchmark/
 #   OUT_DIR/conv_cudnn_benchmark.parquet -> maya/estimator/data/h200/ (beside conv.parquet, heuristic mode)
-# and the logs. Then refit and recalibrate:
+# and the logs. SHARD=I/N (default 0/1) times every N-th signature of each step from the I-th, to split
+# the work over GPUs (one run per GPU with CUDA_VISIBLE_DEVICES=I); SKIP_HELDOUT=1 skips the first step.
+# Then refit and recalibrate:
 #   maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models
 #   python benchmarks/calibrate.py --write
 set -euo pipefail
@@ -23,11 +25,12 @@ step() {  # step NAME ARGS...: one profiler run into $out/NAME, unless the budge
   local left=$(( budget - (SECONDS - start) ))
   if (( left <= 0 )); then echo "skipped $name: ${budget} s budget spent"; return; fi
   # The profiler writes its rows at the end: a step cut off by the budget leaves none.
-  timeout "$left" python3 -m maya.estimator.profiler --out "$out/$name" --families conv --cudnn-benchmark "$@" \
+  timeout "$left" python3 -m maya.estimator.profiler --out "$out/$name" --families conv --cudnn-benchmark \
+    --shard "${SHARD:-0/1}" "$@" \
     > "$out/$name.log" 2>&1 || echo "$name: stopped (exit $?)"
   echo "$name: $(tail -n 1 "$out/$name.log")"
 }
-step heldout --random-only --seed 1
+if [[ "${SKIP_HELDOUT:-0}" != 1 ]]; then step heldout --random-only --seed 1; fi
 step grid
 for seed in 2 3 4 5; do step "draws_seed$seed" --random-only --seed "$seed"; done
 python3 - "$out" <<'PY'

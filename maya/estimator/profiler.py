@@ -162,6 +162,7 @@ def run_profile(
     flush_l2: bool = True,
     random_only: bool = False,
     cudnn_benchmark: bool = False,
+    shard: tuple[int, int] = (0, 1),
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -181,10 +182,15 @@ def run_profile(
             (cuDNN's autotuned algorithm, as in scripts that set it); their rows carry the
             `cudnn_benchmark` attrs key that the emulator records for such scripts. A trace's
             signatures follow their own attrs either way.
+        shard: (i, n): time only every n-th grid signature starting at the i-th, to split a long
+            profile over GPUs or calls (concatenate the shards' Parquet files afterwards).
 
     Returns:
         `out_dir` as a Path.
     """
+    index, count = shard
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index}/{count}: want 0 <= index < count")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch_device = torch.device(device)
@@ -214,6 +220,7 @@ def run_profile(
         cases = grid(family, quick=quick, seed=seed, part="random" if random_only else "all")
         if cudnn_benchmark:
             cases = [_with_cudnn_benchmark(case) for case in cases]
+        cases = cases[shard[0]::shard[1]]
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
         _write_rows(rows, out_dir / f"{family}.parquet")
@@ -464,7 +471,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="time the grids' convolutions with torch.backends.cudnn.benchmark on (autotuned algorithms), "
         "as scripts that set it run them",
     )
+    parser.add_argument(
+        "--shard", type=_parse_shard, default=(0, 1), metavar="I/N",
+        help="time only every N-th grid signature from the I-th (0-based), e.g. 0/2 and 1/2 on two GPUs",
+    )
     return parser
+
+
+def _parse_shard(value: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in value.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {value!r}: want I/N, such as 0/2") from None
+    if not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"--shard {value!r}: want 0 <= I < N")
+    return index, count
 
 
 def run_from_args(args: argparse.Namespace) -> Path:
@@ -472,6 +493,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
     return run_profile(
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
         flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
+        shard=args.shard,
     )
 
 

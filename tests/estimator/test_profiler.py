@@ -188,3 +188,14 @@ def test_cudnn_benchmark_profile_marks_the_convolution_rows(tmp_path):
     assert all(json.loads(row["attrs"])[CUDNN_BENCHMARK] is True for row in rows)
     plain = run_profile(tmp_path / "plain", families=["conv"], device="cpu", quick=True)
     assert not any(CUDNN_BENCHMARK in json.loads(row["attrs"]) for row in pq.read_table(plain / "conv.parquet").to_pylist())
+
+
+def test_shards_split_a_family_without_overlap(tmp_path):
+    for i in range(2):
+        main(["--out", str(tmp_path / str(i)), "--families", "copy", "--quick", "--device", "cpu", "--shard", f"{i}/2"])
+    whole = run_profile(tmp_path / "all", families=["copy"], device="cpu", quick=True)
+    keys = [{(r["op"], json.dumps(r["input_shapes"]), json.dumps(r["input_strides"]), r["input_dtypes"][0])
+             for r in pq.read_table(d / "copy.parquet").to_pylist()} for d in (tmp_path / "0", tmp_path / "1", whole)]
+    assert keys[0] and keys[1] and not keys[0] & keys[1] and keys[0] | keys[1] == keys[2]
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path), "--shard", "2/2"])
