@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).parents[1]
 HELDOUT = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200"
 REPEAT = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_repeat"
+AUTOTUNED = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_cudnn_benchmark"
+"""Seed 1's convolutions again, timed with torch.backends.cudnn.benchmark on (autotuned algorithms)."""
 TRAINING = ROOT / "maya" / "estimator" / "data" / "h200"
 
 TARGETS = {"gemm": 0.05, "conv": 0.05, "sdpa": 0.05}
@@ -126,6 +128,8 @@ def main() -> int:
     p.add_argument("--training", type=Path, default=TRAINING, help="the profiles the models were trained on")
     p.add_argument("--models", type=Path, default=None, help="models directory (default: the shipped H200 models)")
     p.add_argument("--repeat", type=Path, default=REPEAT, help="the held-out signatures timed again (noise floor)")
+    p.add_argument("--autotuned", type=Path, default=AUTOTUNED,
+                   help="held-out convolutions timed with cudnn.benchmark on (scored separately)")
     p.add_argument("--out", type=Path, default=None, help="also write the table (markdown) here")
     args = p.parse_args()
     df = evaluate(args.heldout, args.training, models_dir=args.models)
@@ -136,6 +140,12 @@ def main() -> int:
     floor = noise_floor(args.heldout, args.repeat) if args.repeat.exists() else None
     if floor:
         print("\nnoise floor (held-out signatures timed in two sessions):\n" + floor)
+    autotuned = None
+    if args.autotuned.exists():
+        autotuned_text, autotuned_ok = table(evaluate(args.autotuned, args.training, models_dir=args.models))
+        autotuned = autotuned_text.rsplit("\n", 1)[0]  # the conv row; "all" would repeat it
+        ok &= autotuned_ok
+        print("\nconvolutions autotuned (cudnn.benchmark on):\n" + autotuned)
     if args.out:
         command = (args.heldout / "command.txt").read_text().strip() if (args.heldout / "command.txt").exists() else "?"
         args.out.write_text(
@@ -145,6 +155,10 @@ def main() -> int:
             "- Models: the shipped `maya/estimator/data/h200/models`; signatures also in their training data dropped;"
             " no exact table, no in-training calibration factors.\n"
             "- Reproduce: `python benchmarks/estimator_accuracy.py`\n\n" + text + "\n"
+            + (f"\n## Convolutions autotuned (`torch.backends.cudnn.benchmark`)\n\nThe same seed-1 convolution shapes timed"
+               f" with cuDNN's autotuning on (`{args.autotuned.name}/`, its command in `command.txt` there), as scripts"
+               " that set the flag run them; the emulator records the flag and the model sees it.\n\n" + autotuned + "\n"
+               if autotuned else "")
             + (f"\n## Noise floor\n\nThe held-out signatures timed again in another session (`{args.repeat.name}/`,"
                " its command in `command.txt` there): the difference between two timings of the same op bounds how"
                " low any model's error can go.\n\n" + floor + "\n" if floor else "")

@@ -28,6 +28,7 @@ from maya.tune.outcome import CacheUse, TrialOutcome, TrialStatus
 from maya.tune.resimulate import resimulate
 from maya.tune.study import Study
 from maya.tune.trace_cache import TraceCache, emulation_inputs, emulation_key, file_sha256, simulation_key
+from maya.world import TooManyRankClassesError
 
 log = logging.getLogger(__name__)
 
@@ -200,9 +201,16 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
             log.info("emulating again instead of re-simulating %s: %s", trace_dir, e)
     trace_dir = cache.new_trace_dir(key, sim_key)
     started = time.perf_counter()
-    summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
-                      nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir, variant_families=variant_families,
-                      cluster=candidate.cluster, max_rank_classes=study.max_rank_classes)
+    try:
+        summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
+                          nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
+                          variant_families=variant_families, cluster=candidate.cluster,
+                          max_rank_classes=study.max_rank_classes)
+    except TooManyRankClassesError as e:  # decided by the layout alone: every configuration of this key fails so
+        recorded = {"status": TrialStatus.FAILED.value, "reason": f"{type(e).__name__}: {e}",
+                    "error": traceback.format_exc()}
+        cache.write_outcome(key, recorded, inputs)
+        return recorded, None, CacheUse.MISS
     emulate_s = time.perf_counter() - started
     if summary.exit_code != 0:
         recorded = _script_end(summary, candidate)

@@ -65,7 +65,7 @@ def memory_order(study: Study) -> dict[str, Any]:
 def record(study: Study, candidate: Candidate, reason: str, cache_root: str | os.PathLike) -> None:
     """Note that `candidate` did not fit (why: `reason`)."""
     row = {
-        "config": {k: v for k, v in candidate.config.items() if k in study.search_space and k not in LAUNCH_DIMENSIONS},
+        "config": _layout(study, candidate),
         "dp": candidate.dp, "gpu": candidate.cluster.gpu,
         "gpu_memory_bytes": candidate.cluster.gpu_spec.total_memory_bytes, "reason": reason,
     }
@@ -102,19 +102,27 @@ def dominates(row: Mapping[str, Any], candidate: Candidate, order: Mapping[str, 
     rules of this module's docstring)."""
     if candidate.cluster.gpu_spec.total_memory_bytes > row["gpu_memory_bytes"] or candidate.dp > row["dp"]:
         return False
-    mine = candidate.config
-    if candidate.dp == row["dp"] and candidate.cluster.gpu == row["gpu"] and all(
-            mine.get(name) == value for name, value in row["config"].items()):
+    mine = _layout(study, candidate)
+    if set(mine) != set(row["config"]):
+        return False
+    if candidate.dp == row["dp"] and candidate.cluster.gpu == row["gpu"] and mine == row["config"]:
         return False  # the same configuration (another price): the trace cache has its own verdict
     for name, theirs in row["config"].items():
-        if name not in mine:
-            return False
         if name in order:
             if not _at_least(mine[name], theirs, order[name]):
                 return False
         elif mine[name] != theirs:
             return False
-    return set(row["config"]) == {k for k in mine if k in study.search_space and k not in LAUNCH_DIMENSIONS}
+    return True
+
+
+def _layout(study: Study, candidate: Candidate) -> dict[str, Any]:
+    """The searched values of `candidate` besides the cluster and node count; without a pipeline,
+    without the schedule (it means nothing then: `maya.tune.candidate.script_argv` drops it too)."""
+    layout = {k: v for k, v in candidate.config.items() if k in study.search_space and k not in LAUNCH_DIMENSIONS}
+    if candidate.pp == 1:
+        layout.pop("pp_schedule", None)
+    return layout
 
 
 def _at_least(value: Any, other: Any, order: Any) -> bool:

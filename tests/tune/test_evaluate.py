@@ -80,6 +80,8 @@ def test_a_world_of_more_rank_classes_than_allowed_fails_fast(tmp_path):
 
     failed = evaluate(pipeline(1), {"pp": 2, "micro_batch": 1}, TraceCache(tmp_path / "a"))
     assert failed.status is TrialStatus.FAILED and "TooManyRankClassesError: 2 rank classes over 2 ranks" in failed.reason
+    again = evaluate(pipeline(1), {"pp": 2, "micro_batch": 1}, TraceCache(tmp_path / "a"))  # decided by the layout: cached
+    assert again.cache is CacheUse.HIT and again.reason == failed.reason and "Traceback" in again.error
     ok = evaluate(pipeline(None), {"pp": 2, "micro_batch": 1}, TraceCache(tmp_path / "b"))
     assert ok.status is TrialStatus.OK, ok.error
     with pytest.raises(StudyFieldError, match="max_rank_classes=0 must be an integer >= 1 or None"):

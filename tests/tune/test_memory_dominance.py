@@ -82,3 +82,12 @@ def test_a_memory_order_that_cannot_work_is_refused(make_study, order, reason):
     with pytest.raises(StudyFieldError, match=reason) as e:
         _study(make_study, memory_order=order)
     assert e.value.field == "memory_order"
+
+
+def test_the_schedule_of_a_configuration_without_a_pipeline_is_ignored(make_study, tmp_path):
+    from ray import tune
+
+    study = make_study(search_space={"micro_batch": tune.choice([2, 4]), "pp_schedule": tune.choice(["1f1b", "interleaved"])})
+    record(study, resolve_candidate(study, {"micro_batch": 2, "pp_schedule": "1f1b"}), "too big", tmp_path)
+    assert dominating(study, resolve_candidate(study, {"micro_batch": 4, "pp_schedule": "interleaved"}), tmp_path)
+    assert '"pp_schedule"' not in memory_file(study, tmp_path).read_text()
