@@ -115,8 +115,9 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     counts (each point its own cache entry; with both, the four corners).
 
     Memory grows with depth and micro-batches, so a small point that runs out of memory (or fails)
-    ends the configuration with that point's outcome, and so does a peak over the GPU's memory at the
-    fewer micro-batches (both depths emulated first). Points after the first are emulated without
+    ends the configuration with that point's outcome, and so does a point whose own peak is over the
+    GPU's memory, or whose peak at the fewer micro-batches extrapolated to the full depth is (both
+    depths emulated first). Points after the first are emulated without
     probe ranks: the first found which group families change a rank's trace, and neither the depth
     nor the micro-batch count changes that.
     """
@@ -129,11 +130,17 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
             recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variant)
             variant = (figures[depth, accum] or {}).get("variant_families")
             uses.append(use)
+            at = ", ".join(f"{k}={v}" for k, v in (("depth", depth), ("accum", accum)) if v is not None)
+            goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))
+                             if c is not None)
             if recorded is not None:
-                at = ", ".join(f"{k}={v}" for k, v in (("depth", depth), ("accum", accum)) if v is not None)
-                goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))
-                                 if c is not None)
                 return {**recorded, "reason": f"{recorded['reason']} (at {at}, emulated to extrapolate to {goal})"}, None, use
+            over = _over_capacity(study, candidate, figures[depth, accum]["peak_reserved_bytes"], at=at)
+            if over is not None:  # the full depth and micro-batch count hold at least as much
+                return {"status": TrialStatus.INFEASIBLE.value, "error": None,
+                        "reason": f"{over}; {goal} holds at least as much",
+                        "peak_allocated_bytes": figures[depth, accum]["peak_allocated_bytes"],
+                        "peak_reserved_bytes": figures[depth, accum]["peak_reserved_bytes"]}, None, _combined_use(uses)
         if i == 0 and accums:
             fewest = {d: figures[d, accum] for d in depths or (None,)}
             over = _over_memory_at_fewest_microbatches(study, candidate, depths, fewest, accum)

@@ -79,3 +79,12 @@ def test_extrapolated_depth_matches_a_full_emulation(ray_local, tmp_path):
     assert derived.peak_allocated_bytes == pytest.approx(full.peak_allocated_bytes, rel=0.02)
     again = evaluate(_study(12, depth=True), config, TraceCache(tmp_path / "derived"))
     assert again.cache is CacheUse.HIT and again.step_time_ms == derived.step_time_ms
+
+
+def test_a_shallow_point_over_memory_ends_the_configuration(tmp_path):
+    # Memory grows with depth: the shallowest emulation's own peak over the GPU rules out the full
+    # depth without emulating the deeper point.
+    outcome = evaluate(_study(12, depth=True, max_memory_fraction=1e-6), {"micro_batch": 2}, TraceCache(tmp_path))
+    assert outcome.status is TrialStatus.INFEASIBLE and outcome.peak_reserved_bytes > 0, outcome.reason
+    assert "at depth=2 > max_memory_fraction=1e-06" in outcome.reason and "depth=12 holds at least as much" in outcome.reason
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1  # depth 3 was never emulated
