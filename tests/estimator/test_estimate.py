@@ -95,3 +95,20 @@ def test_missing_models_dir_names_the_path_and_the_fit_command(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"maya fit") as error:
         estimate_trace(pa.table({"op": ["aten::mm"]}), models_dir=tmp_path / "nothing")
     assert str(tmp_path / "nothing") in str(error.value)
+
+
+def test_a_model_uses_its_own_feature_names_and_an_unknown_one_is_named():
+    # A model fitted before a feature existed predicts from the columns it knows; a model that wants a
+    # feature this Maya does not compute fails naming it and the refit command.
+    import catboost
+    import pandas as pd
+
+    from maya.estimator.estimate import _model_features
+
+    def fitted(columns):
+        x = pd.DataFrame({c: np.arange(8.0) for c in columns})
+        return catboost.CatBoostRegressor(iterations=2, verbose=False, allow_writing_files=False).fit(x, np.arange(8.0))
+
+    assert _model_features(fitted(["log2_flops", "log2_gemm_m"]), "conv") == ["log2_flops", "log2_gemm_m"]
+    with pytest.raises(ValueError, match=r"the conv model wants features \['nope'\].*maya fit"):
+        _model_features(fitted(["log2_flops", "nope"]), "conv")
