@@ -4,9 +4,10 @@
 # GPU, from the repository root:   bash benchmarks/gpu/run_conv_benchmark_profile.sh OUT_DIR [SECONDS]
 # First seed 1's random draws (the held-out set of benchmarks/estimator_accuracy.py, never trained on),
 # then the fixed grid with seed 0's draws, then seeds 2-5's draws, as run_profile.sh times every family;
-# each step gets what is left of SECONDS (default 540): autotuning costs about 0.38 s per signature on an
-# H200 (benchmarks/gpu/heldout_ops_h200_cudnn_benchmark/profile.log), so the whole set (about 5,200
-# signatures) needs about 35 minutes: give it that, or run it in parts. Writes
+# each step gets what is left of SECONDS (default 540). Autotuning is slow: on an H200 seed 1's 888
+# signatures took 335 s (benchmarks/gpu/heldout_ops_h200_cudnn_benchmark/profile.log), the grid's 838
+# forwards 72 s and its 838 backwards 408 s (benchmarks/gpu/conv_cudnn_benchmark_h200/): give the whole
+# set (5,202 signatures) that much more time, or run it in parts or shards. Writes
 #   OUT_DIR/heldout/conv.parquet         -> benchmarks/gpu/heldout_ops_h200_cudnn_benchmark/
 #   OUT_DIR/conv_cudnn_benchmark.parquet -> maya/estimator/data/h200/ (beside conv.parquet, heuristic mode)
 # and the logs. SHARD=I/N (default 0/1) times every N-th signature of each step from the I-th, to split
