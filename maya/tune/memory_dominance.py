@@ -30,7 +30,6 @@ cache, and a resumed study, see them.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -39,7 +38,7 @@ from typing import Any
 
 from maya.tune.candidate import Candidate
 from maya.tune.study import DECREASING, INCREASING, LAUNCH_DIMENSIONS, Study
-from maya.tune.trace_cache import file_sha256
+from maya.tune.trace_cache import digest, file_sha256
 
 BUILTIN_ORDER: Mapping[str, Any] = {"micro_batch": INCREASING}
 """Dimensions whose memory order Maya knows for any training script."""
@@ -53,8 +52,7 @@ def memory_file(study: Study, cache_root: str | os.PathLike) -> Path:
         "global_batch": study.global_batch, "flags": dict(study.flags), "max_memory_fraction": study.max_memory_fraction,
         "memory_order": {k: v if isinstance(v, str) else list(v) for k, v in memory_order(study).items()},
     }
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
-    return Path(cache_root) / f"over_memory-{digest}.jsonl"
+    return Path(cache_root) / f"over_memory-{digest(payload)}.jsonl"
 
 
 def memory_order(study: Study) -> dict[str, Any]:

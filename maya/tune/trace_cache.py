@@ -46,7 +46,8 @@ SINGLE_GPU_SIM_KEY = "single-gpu"
 OUTCOME_FILE = "outcome.json"
 
 
-def _digest(payload: Any) -> str:
+def digest(payload: Any) -> str:
+    """A short stable hash of a JSON-able payload (key order ignored): the cache's names."""
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
@@ -76,7 +77,7 @@ def emulation_inputs(
 
 def emulation_key(inputs: dict[str, Any]) -> str:
     """Hash of `emulation_inputs(...)`."""
-    return _digest(inputs)
+    return digest(inputs)
 
 
 def simulation_key(cluster: ClusterSpec) -> str:
@@ -84,7 +85,7 @@ def simulation_key(cluster: ClusterSpec) -> str:
     if cluster.world_size == 1:
         return SINGLE_GPU_SIM_KEY
     topology = {k: v for k, v in asdict(cluster).items() if k not in ("name", "price_per_gpu_hour_usd")}
-    return _digest(topology)
+    return digest(topology)
 
 
 class TraceCache:
