@@ -70,7 +70,8 @@ def evaluate(
         "price_per_gpu_hour_usd": candidate.cluster.price_per_gpu_hour_usd,
         "argv": " ".join(candidate.argv),
     }
-    dominated = memory_dominance.dominating(study, candidate, cache.root)
+    over_memory = memory_dominance.memory_file(study, cache.root) if study.memory_dominance else None
+    dominated = memory_dominance.dominating(study, candidate, over_memory) if over_memory else None
     if dominated is not None:
         return TrialOutcome(status=TrialStatus.INFEASIBLE, reason=dominated, objective=INFEASIBLE_OBJECTIVE,
                             cache=CacheUse.DOMINATED, evaluate_s=time.perf_counter() - started, **launch)
@@ -91,8 +92,8 @@ def evaluate(
                                peak_reserved_bytes=recorded.get("peak_reserved_bytes"), cache=use, evaluate_s=elapsed, **launch)
     else:
         outcome = _with_cost(study, candidate, figures, use, elapsed, launch)
-    if outcome.status is TrialStatus.INFEASIBLE and study.memory_dominance:
-        memory_dominance.record(study, candidate, outcome.reason, cache.root)
+    if outcome.status is TrialStatus.INFEASIBLE and over_memory:
+        memory_dominance.record(study, candidate, outcome.reason, over_memory)
     return outcome
 
 

@@ -60,58 +60,48 @@ def memory_order(study: Study) -> dict[str, Any]:
     return {**BUILTIN_ORDER, **dict(study.memory_order or {})}
 
 
-def record(study: Study, candidate: Candidate, reason: str, cache_root: str | os.PathLike) -> None:
-    """Note that `candidate` did not fit (why: `reason`)."""
+def record(study: Study, candidate: Candidate, reason: str, path: Path) -> None:
+    """Note in the record file `path` (`memory_file`) that `candidate` did not fit (why: `reason`)."""
     row = {
         "config": _layout(study, candidate),
         "dp": candidate.dp, "gpu": candidate.cluster.gpu,
         "gpu_memory_bytes": candidate.cluster.gpu_spec.total_memory_bytes, "reason": reason,
     }
-    path = memory_file(study, cache_root)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # one whole line per writer
         f.write(json.dumps(row, default=str) + "\n")
 
 
-def dominating(study: Study, candidate: Candidate, cache_root: str | os.PathLike) -> str | None:
-    """The reason `candidate` cannot fit, naming a recorded over-memory configuration that needs no
-    more memory per GPU than it does; None when no record dominates it (or dominance is off)."""
-    if not study.memory_dominance:
-        return None
-    path = memory_file(study, cache_root)
+def dominating(study: Study, candidate: Candidate, path: Path) -> str | None:
+    """The reason `candidate` cannot fit, naming a configuration of the record file `path`
+    (`memory_file`) that needs no more memory per GPU than it does; None when none does."""
     if not path.is_file():
         return None
-    order = memory_order(study)
+    order, mine = memory_order(study), _layout(study, candidate)
     for line in path.read_text().splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:  # a line being written right now
             continue
-        if dominates(row, candidate, order, study):
+        if dominates(row, mine, candidate, order):
             settings = " ".join(f"{k}={v}" for k, v in sorted(row["config"].items()))
             return (f"needs at least the memory per GPU of {settings} dp={row['dp']} on {row['gpu']}, "
                     f"which did not fit: {row['reason']}")
     return None
 
 
-def dominates(row: Mapping[str, Any], candidate: Candidate, order: Mapping[str, Any], study: Study) -> bool:
-    """Whether the over-memory `row` (`record`'s) needs no more memory per GPU than `candidate` (the
-    rules of this module's docstring)."""
+def dominates(row: Mapping[str, Any], layout: Mapping[str, Any], candidate: Candidate, order: Mapping[str, Any]) -> bool:
+    """Whether the over-memory `row` (`record`'s) needs no more memory per GPU than `candidate`, whose
+    searched values are `layout` (the rules of this module's docstring)."""
     if candidate.cluster.gpu_spec.total_memory_bytes > row["gpu_memory_bytes"] or candidate.dp > row["dp"]:
         return False
-    mine = _layout(study, candidate)
-    if set(mine) != set(row["config"]):
+    if set(layout) != set(row["config"]):
         return False
-    if candidate.dp == row["dp"] and candidate.cluster.gpu == row["gpu"] and mine == row["config"]:
+    if candidate.dp == row["dp"] and candidate.cluster.gpu == row["gpu"] and layout == row["config"]:
         return False  # the same configuration (another price): the trace cache has its own verdict
-    for name, theirs in row["config"].items():
-        if name in order:
-            if not _at_least(mine[name], theirs, order[name]):
-                return False
-        elif mine[name] != theirs:
-            return False
-    return True
+    return all(_at_least(layout[name], theirs, order[name]) if name in order else layout[name] == theirs
+               for name, theirs in row["config"].items())
 
 
 def _layout(study: Study, candidate: Candidate) -> dict[str, Any]:
@@ -125,13 +115,9 @@ def _layout(study: Study, candidate: Candidate) -> dict[str, Any]:
 
 def _at_least(value: Any, other: Any, order: Any) -> bool:
     """Whether `value` lies at least as far along `order` as `other` (False when either is off it)."""
-    if order == INCREASING:
-        return _number(value) is not None and _number(other) is not None and _number(value) >= _number(other)
-    if order == DECREASING:
-        return _number(value) is not None and _number(other) is not None and _number(value) <= _number(other)
+    if order in (INCREASING, DECREASING):
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (value, other)):
+            return False
+        return value >= other if order == INCREASING else value <= other
     values = list(order)
     return value in values and other in values and values.index(value) >= values.index(other)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

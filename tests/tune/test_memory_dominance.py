@@ -62,14 +62,15 @@ def test_data_parallel_degree_and_gpu_memory(make_study, tmp_path):
     def candidate(mb, cluster, nodes):
         return resolve_candidate(study, {"micro_batch": mb, "cluster": cluster, "nodes": nodes})
 
-    record(study, candidate(2, "h200", 2), "too big", tmp_path)  # dp = 16 on 141 GB
-    assert dominating(study, candidate(2, "h200", 1), tmp_path)  # dp 8: larger shards, more samples per rank
-    assert dominating(study, candidate(4, "h100", 2), tmp_path)  # the same dp on a smaller GPU
-    assert dominating(study, candidate(2, "h200", 2), tmp_path) is None  # itself: the trace cache answers
-    record(study, candidate(4, "h100", 1), "too big", tmp_path / "other")  # dp = 8 on 80 GB
-    assert dominating(study, candidate(4, "h200", 1), tmp_path / "other") is None  # more memory per GPU
-    assert dominating(study, candidate(4, "h100", 2), tmp_path / "other") is None  # dp 16: smaller shards
-    assert dominating(study, candidate(2, "h100", 1), tmp_path / "other") is None  # smaller micro-batch
+    here, other = memory_file(study, tmp_path), memory_file(study, tmp_path / "other")
+    record(study, candidate(2, "h200", 2), "too big", here)  # dp = 16 on 141 GB
+    assert dominating(study, candidate(2, "h200", 1), here)  # dp 8: larger shards, more samples per rank
+    assert dominating(study, candidate(4, "h100", 2), here)  # the same dp on a smaller GPU
+    assert dominating(study, candidate(2, "h200", 2), here) is None  # itself: the trace cache answers
+    record(study, candidate(4, "h100", 1), "too big", other)  # dp = 8 on 80 GB
+    assert dominating(study, candidate(4, "h200", 1), other) is None  # more memory per GPU
+    assert dominating(study, candidate(4, "h100", 2), other) is None  # dp 16: smaller shards
+    assert dominating(study, candidate(2, "h100", 1), other) is None  # smaller micro-batch
 
 
 @pytest.mark.parametrize("order, reason", [
@@ -88,6 +89,6 @@ def test_the_schedule_of_a_configuration_without_a_pipeline_is_ignored(make_stud
     from ray import tune
 
     study = make_study(search_space={"micro_batch": tune.choice([2, 4]), "pp_schedule": tune.choice(["1f1b", "interleaved"])})
-    record(study, resolve_candidate(study, {"micro_batch": 2, "pp_schedule": "1f1b"}), "too big", tmp_path)
-    assert dominating(study, resolve_candidate(study, {"micro_batch": 4, "pp_schedule": "interleaved"}), tmp_path)
+    record(study, resolve_candidate(study, {"micro_batch": 2, "pp_schedule": "1f1b"}), "too big", memory_file(study, tmp_path))
+    assert dominating(study, resolve_candidate(study, {"micro_batch": 4, "pp_schedule": "interleaved"}), memory_file(study, tmp_path))
     assert '"pp_schedule"' not in memory_file(study, tmp_path).read_text()
