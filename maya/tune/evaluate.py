@@ -138,10 +138,7 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
                 return {**recorded, "reason": f"{recorded['reason']} (at {at}, emulated to extrapolate to {goal})"}, None, use
             over = _over_capacity(study, candidate, figures[depth, accum]["peak_reserved_bytes"], at=at)
             if over is not None:  # the full depth and micro-batch count hold at least as much
-                return {"status": TrialStatus.INFEASIBLE.value, "error": None,
-                        "reason": f"{over}; {goal} holds at least as much",
-                        "peak_allocated_bytes": figures[depth, accum]["peak_allocated_bytes"],
-                        "peak_reserved_bytes": figures[depth, accum]["peak_reserved_bytes"]}, None, _combined_use(uses)
+                return _over_memory(f"{over}; {goal} holds at least as much", figures[depth, accum]), None, _combined_use(uses)
         if i == 0 and accums:
             fewest = {d: figures[d, accum] for d in depths or (None,)}
             over = _over_memory_at_fewest_microbatches(study, candidate, depths, fewest, accum)
@@ -172,11 +169,13 @@ def _over_memory_at_fewest_microbatches(study: Study, candidate: Candidate, dept
     reason = _over_capacity(study, candidate, at_full["peak_reserved_bytes"], at=where)
     if reason is None:
         return None
-    return {
-        "status": TrialStatus.INFEASIBLE.value, "error": None,
-        "reason": f"{reason}; accum={candidate.accum} holds at least as much",
-        "peak_allocated_bytes": at_full["peak_allocated_bytes"], "peak_reserved_bytes": at_full["peak_reserved_bytes"],
-    }
+    return _over_memory(f"{reason}; accum={candidate.accum} holds at least as much", at_full)
+
+
+def _over_memory(reason: str, figures: Mapping[str, Any]) -> dict:
+    """The infeasible record of a configuration ruled out by the peaks in `figures` (a smaller point's)."""
+    return {"status": TrialStatus.INFEASIBLE.value, "error": None, "reason": reason,
+            "peak_allocated_bytes": figures["peak_allocated_bytes"], "peak_reserved_bytes": figures["peak_reserved_bytes"]}
 
 
 def _over_capacity(study: Study, candidate: Candidate, peak_reserved_bytes: int, at: str | None = None) -> str | None:
