@@ -364,8 +364,8 @@ def _signature_columns(case: ProfileCase, replay: Replay, outputs: list[torch.Te
         attrs, shapes, dtypes, strides = case.attrs, case.input_shapes, case.input_dtypes, case.input_strides
     else:
         attrs, shapes, dtypes, strides = encode_arguments(replay.args, replay.kwargs)
-        if case.attrs.get(CUDNN_BENCHMARK):
-            attrs[CUDNN_BENCHMARK] = True
+        # Keys beside the arguments (cudnn_benchmark, say) describe how the op ran: keep them.
+        attrs.update({k: v for k, v in case.attrs.items() if k not in ("args", "kwargs")})
     out_shapes = [list(t.shape) for t in outputs]
     out_dtypes = [dtype_name(t.dtype) for t in outputs]
     flops, nbytes = op_cost(case.op, shapes, dtypes, out_shapes, out_dtypes, attrs)
