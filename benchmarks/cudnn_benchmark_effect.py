@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,19 +24,16 @@ AUTOTUNED = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_cudnn_benchmark" / "
 
 def _keyed(path: Path) -> pd.DataFrame:
     """The profile's rows with a signature key that ignores the cudnn_benchmark attrs key."""
+    from estimator_accuracy import profile_keys
+
     from maya.emulator.attrs import CUDNN_BENCHMARK
-    from maya.estimator.signature import signature_keys
 
     table = pq.read_table(path)
     stripped = [json.dumps({k: v for k, v in json.loads(text).items() if k != CUDNN_BENCHMARK})
                 for text in table.column("attrs").to_pylist()]
     table = table.set_column(table.schema.get_field_index("attrs"), "attrs", pa.array(stripped))
-    df = table.select(["op", "duration_us", "allow_tf32"]).to_pandas()
-    df["key"] = np.zeros(len(df), dtype=np.uint64)
-    for flag in (False, True):  # the key folds TF32 in for float32 rows
-        rows = np.flatnonzero(df["allow_tf32"].to_numpy() == flag)
-        if len(rows):
-            df.loc[rows, "key"] = signature_keys(table.take(pa.array(rows)), allow_tf32=flag)
+    df = table.select(["op", "duration_us"]).to_pandas()
+    df["key"] = profile_keys(table)
     df["dtype"] = [dtypes[0] for dtypes in table.column("input_dtypes").to_pylist()]
     return df
 

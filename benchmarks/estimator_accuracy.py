@@ -44,7 +44,8 @@ def _read(directory: Path) -> pa.Table:
     return pa.concat_tables(tables, promote_options="default")
 
 
-def _keys(table: pa.Table) -> np.ndarray:
+def profile_keys(table: pa.Table) -> np.ndarray:
+    """Signature keys of profile rows, each with its own row's TF32 setting."""
     from maya.estimator.signature import signature_keys
 
     tf32 = np.asarray(table.column("allow_tf32").to_numpy(zero_copy_only=False), dtype=bool)
@@ -61,8 +62,8 @@ def evaluate(heldout: Path, training: Path, gpu: str = "h200", models_dir: Path 
     from maya.estimator.estimate import estimate_trace
 
     held = _read(heldout)
-    seen = set(_keys(_read(training)).tolist())
-    fresh = np.array([k not in seen for k in _keys(held).tolist()])
+    seen = set(profile_keys(_read(training)).tolist())
+    fresh = np.array([k not in seen for k in profile_keys(held).tolist()])
     held = held.filter(pa.array(fresh))
     frames = []
     tf32 = np.asarray(held.column("allow_tf32").to_numpy(zero_copy_only=False), dtype=bool)
@@ -110,9 +111,9 @@ def noise_floor(heldout: Path, repeat: Path) -> str:
     """Markdown table: per family, how far a second session's timing of each held-out signature lies
     from the first (median |second/first - 1| and sum|second - first| / sum(first))."""
     first, second = _read(heldout), _read(repeat)
-    a = pd.DataFrame({"key": _keys(first), "family": first.column("family").to_pylist(),
+    a = pd.DataFrame({"key": profile_keys(first), "family": first.column("family").to_pylist(),
                       "first_us": first.column("duration_us").to_numpy()})
-    b = pd.DataFrame({"key": _keys(second), "second_us": second.column("duration_us").to_numpy()})
+    b = pd.DataFrame({"key": profile_keys(second), "second_us": second.column("duration_us").to_numpy()})
     both = a.merge(b, on="key")
     lines = ["| family | signatures timed twice | median abs difference | time-weighted difference |",
              "|---|---:|---:|---:|"]
