@@ -41,7 +41,7 @@ with the most rows (about 15,000 each) and the most shape parameters. Chosen on 
 held-out split (`fit_report.json`), never on benchmarks/gpu/heldout_ops_h200: there GEMM went from
 6.9% median / 5.8% time-weighted error to 6.2% / 5.3%, convolution from 19.3% / 24.8% to 17.3% /
 22.3% (2026-11-30, the H200 profiles)."""
-_DEEP = (8, 2, 0.05)  # depth, iterations multiplier, learning rate
+_DEEP_DEPTH, _DEEP_ITERATIONS_FACTOR, _DEEP_LEARNING_RATE = 8, 2, 0.05
 
 
 def import_catboost():
@@ -105,7 +105,7 @@ def error_metrics(predicted_us: np.ndarray, measured_us: np.ndarray) -> dict[str
 def _regressor(catboost, family: str, *, iterations: int, seed: int, thread_count: int, categorical: list[str]):
     depth, learning_rate = _DEPTH, _LEARNING_RATE
     if family in DEEP_FAMILIES:
-        depth, learning_rate, iterations = _DEEP[0], _DEEP[2], iterations * _DEEP[1]
+        depth, learning_rate, iterations = _DEEP_DEPTH, _DEEP_LEARNING_RATE, iterations * _DEEP_ITERATIONS_FACTOR
     return catboost.CatBoostRegressor(
         loss_function="RMSE", iterations=iterations, depth=depth, learning_rate=learning_rate,
         random_seed=seed, thread_count=thread_count, cat_features=categorical, verbose=False,
