@@ -3,7 +3,7 @@ memory is infeasible, and is not emulated.
 
 In a study of a 70B-class model most configurations do not fit, and emulating one costs as much as
 emulating one that does (benchmarks/results/tune_throughput_llama_before_dominance.json: 38 such
-emulations took 2,343 of 3,541 trial-seconds of a 30-minute study; with this module,
+emulations took 2,343 of 3,540 trial-seconds of a 30-minute study; with this module,
 tune_throughput_llama.json, 9 of 47 were ruled out here). Configuration B is *dominated* by an
 over-memory configuration A when B differs from A only in ways that never lower the memory a GPU needs:
 
