@@ -163,6 +163,7 @@ def run_profile(
     random_only: bool = False,
     cudnn_benchmark: bool = False,
     shard: tuple[int, int] = (0, 1),
+    no_tf32: bool = False,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -184,6 +185,10 @@ def run_profile(
             signatures follow their own attrs either way.
         shard: (i, n): time only every n-th grid signature starting at the i-th, to split a long
             profile over GPUs or calls (concatenate the shards' Parquet files afterwards).
+        no_tf32: time the grids' float32 cases with TF32 off (`torch.backends.cuda.matmul.allow_tf32`
+            and `torch.backends.cudnn.allow_tf32` False), as scripts that turn it off run them; the
+            grids otherwise follow PyTorch's defaults (TF32 on for cuDNN's float32 RNNs). A trace's
+            signatures follow its own recorded setting either way.
 
     Returns:
         `out_dir` as a Path.
@@ -220,6 +225,8 @@ def run_profile(
         cases = grid(family, quick=quick, seed=seed, part="random" if random_only else "all")
         if cudnn_benchmark:
             cases = [_with_cudnn_benchmark(case) for case in cases]
+        if no_tf32:
+            cases = [dataclasses.replace(case, allow_tf32=False) for case in cases]
         cases = cases[shard[0]::shard[1]]
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
@@ -475,6 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--shard", type=_parse_shard, default=(0, 1), metavar="I/N",
         help="time only every N-th grid signature from the I-th (0-based), e.g. 0/2 and 1/2 on two GPUs",
     )
+    parser.add_argument(
+        "--no-tf32", action="store_true",
+        help="time the grids' float32 cases with TF32 off, as scripts that set torch.backends.cudnn.allow_tf32 "
+        "and torch.backends.cuda.matmul.allow_tf32 to False run them",
+    )
     return parser
 
 
@@ -493,7 +505,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
     return run_profile(
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
         flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
-        shard=args.shard,
+        shard=args.shard, no_tf32=args.no_tf32,
     )
 
 

@@ -199,3 +199,14 @@ def test_shards_split_a_family_without_overlap(tmp_path):
     assert keys[0] and keys[1] and not keys[0] & keys[1] and keys[0] | keys[1] == keys[2]
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path), "--shard", "2/2"])
+
+
+def test_no_tf32_times_every_float32_case_with_tf32_off(tmp_path):
+    # The grids follow PyTorch's defaults (cuDNN's float32 convolutions with TF32 on); --no-tf32 times
+    # them as a script that turns TF32 off runs them, and the rows say so.
+    plain = run_profile(tmp_path / "plain", families=["conv"], device="cpu", quick=True)
+    assert all(row["allow_tf32"] for row in pq.read_table(plain / "conv.parquet").to_pylist())
+    main(["--out", str(tmp_path / "off"), "--families", "conv", "--quick", "--device", "cpu", "--no-tf32"])
+    rows = pq.read_table(tmp_path / "off" / "conv.parquet").to_pylist()
+    assert rows and not any(row["allow_tf32"] for row in rows)
+    assert {row["input_dtypes"][0] for row in rows} == {"float32"}
