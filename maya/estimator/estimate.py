@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from maya.estimator.calibration import family_scales
+from maya.estimator.calibration import NO_CALIBRATION, Calibration, load_calibration
 from maya.estimator.exact_table import ExactTable
 from maya.estimator.features import FAMILY_FEATURE_NAMES, FEATURE_COLUMNS, extract_features, features_for_family
 from maya.estimator.model_set import ModelSet, load_model_set, resolve_models_dir
@@ -77,8 +77,9 @@ def estimate_trace(
         exact: exact-signature table: None uses the models' own, False disables exact lookup; an
             `ExactTable`, profile rows, or a Parquet file/directory of profiles replaces it.
         allow_tf32: whether float32 matmuls may use TF32 (traces do not record it).
-        calibrated: apply the per-family in-training scale factors (`calibration.py`); False gives
-            the raw profile-based estimates that `benchmarks/calibrate.py` fits those factors from.
+        calibrated: apply the in-training calibration (`calibration.py`: per-family factors, the
+            profiles' event overhead); False gives the raw profile-based estimates that
+            `benchmarks/calibrate.py` fits it from.
 
     Returns:
         The rows as a DataFrame (list columns Arrow-backed when given an Arrow table) with
@@ -91,7 +92,7 @@ def estimate_trace(
     models = load_model_set(str(resolve_models_dir(gpu, models_dir)))
     duration_us, source, low_confidence = _estimate(
         table_or_df, models=models, target=load_gpu(gpu), exact=_exact_table(models, exact), allow_tf32=allow_tf32,
-        scales=family_scales(models.models_dir) if calibrated else {},
+        calibration=load_calibration(models.models_dir) if calibrated else NO_CALIBRATION,
     )
     if isinstance(table_or_df, pa.Table):
         frame = table_or_df.to_pandas(types_mapper=_arrow_backed_lists)
@@ -134,7 +135,7 @@ def _exact_table(models: ModelSet, exact: ExactArg) -> ExactTable | None:
 
 def _estimate(
     data: pa.Table | pd.DataFrame, *, models: ModelSet, target: GpuSpec, exact: ExactTable | None, allow_tf32: bool,
-    scales: dict[str, float],
+    calibration: Calibration,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(duration_us, estimate_source, low_confidence) arrays for every row of a trace."""
     table = as_arrow(data, ("kind", *FEATURE_COLUMNS))
@@ -156,7 +157,7 @@ def _estimate(
         counts = np.bincount(inverse.ravel(), minlength=len(first))
         u_duration, u_source, u_low = _estimate_unique(
             unique_rows, keys[first], counts, models=models, target=target, exact=exact, allow_tf32=allow_tf32,
-            scales=scales,
+            calibration=calibration,
         )
         inverse = inverse.ravel()
         duration_us[kernel] = u_duration[inverse]
@@ -184,7 +185,7 @@ def _model_features(model, family: str) -> list[str]:
 
 def _estimate_unique(
     table: pa.Table, keys: np.ndarray, counts: np.ndarray, *, models: ModelSet, target: GpuSpec,
-    exact: ExactTable | None, allow_tf32: bool, scales: dict[str, float],
+    exact: ExactTable | None, allow_tf32: bool, calibration: Calibration,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Estimate each distinct signature once; `counts` is how many trace rows share it."""
     n = table.num_rows
@@ -206,8 +207,7 @@ def _estimate_unique(
     flops = np.asarray(table.column("flops").fill_null(0), dtype=np.float64)
     bytes_ = np.asarray(table.column("bytes").fill_null(0), dtype=np.float64)
     learned = source != ""
-    for name, scale in scales.items():
-        duration_us[learned & (family == name)] *= scale
+    calibration.apply(duration_us, family, learned)
     if models.gpu.key != target.key and learned.any():
         peak_source = peak_flops_per_s(models.gpu, dtype, family, allow_tf32=allow_tf32)
         peak_target = peak_flops_per_s(target, dtype, family, allow_tf32=allow_tf32)
@@ -275,12 +275,12 @@ class _BatchEstimator:
         self._target = load_gpu(gpu)
         self._exact = _exact_table(self._models, exact)
         self._allow_tf32 = allow_tf32
-        self._scales = family_scales(self._models.models_dir)
+        self._calibration = load_calibration(self._models.models_dir)
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
         duration_us, source, low_confidence = _estimate(
             batch, models=self._models, target=self._target, exact=self._exact, allow_tf32=self._allow_tf32,
-            scales=self._scales,
+            calibration=self._calibration,
         )
         return batch.assign(duration_us=duration_us, estimate_source=source, low_confidence=low_confidence)
 

@@ -1,23 +1,31 @@
-"""The shipped per-family calibration scales exact and CatBoost estimates, and only the shipped models."""
+"""The shipped calibration (per-family factors, the profiles' event overhead) applies to exact and
+CatBoost estimates, and only to the shipped models."""
 
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from maya.estimator.calibration import CALIBRATION_FILE, family_scales
+from maya.estimator.calibration import CALIBRATION_FILE, NO_CALIBRATION, load_calibration
 from maya.estimator.estimate import estimate_trace
 from maya.estimator.model_set import packaged_models_dir
 
 
 def test_shipped_factors_scale_estimates_of_their_family():
     models = packaged_models_dir("h200")
-    factor = json.loads((models / CALIBRATION_FILE).read_text())["family_scale"]["gemm"]
-    rows = pq.read_table(models.parent / "gemm.parquet").slice(0, 5)
+    shipped = json.loads((models / CALIBRATION_FILE).read_text())
+    factor, overhead, floor = shipped["family_scale"]["elementwise"], shipped["event_overhead_us"], shipped["kernel_floor_us"]
+    assert overhead > 0 and floor > 0
+    rows = pq.read_table(models.parent / "elementwise.parquet")
     raw = estimate_trace(rows, gpu="h200", calibrated=False)["duration_us"].to_numpy()
     calibrated = estimate_trace(rows, gpu="h200")["duration_us"].to_numpy()
-    assert calibrated == pytest.approx(raw * factor)
+    assert calibrated == pytest.approx(np.maximum(raw * factor - overhead, floor))
+    assert (raw * factor - overhead < floor).any() and (calibrated > floor).any()  # both branches taken
 
 
 def test_models_without_a_calibration_file_are_unscaled(tmp_path):
-    assert family_scales(tmp_path) == {}
+    assert load_calibration(tmp_path) is NO_CALIBRATION
+    duration = np.array([5.0, 500.0])
+    NO_CALIBRATION.apply(duration, np.array(["gemm", "gemm"], dtype=object), np.array([True, True]))
+    assert duration.tolist() == [5.0, 500.0]

@@ -1,0 +1,39 @@
+"""benchmarks/calibrate.py's fit of the family factors and the profiles' event overhead, on made-up pairs."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+CALIBRATE_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "calibrate.py"
+_spec = importlib.util.spec_from_file_location("benchmarks_calibrate", CALIBRATE_PATH)
+calibrate = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = calibrate
+_spec.loader.exec_module(calibrate)
+
+
+def pair(workload, family, calls, per_call_estimate_us, factor, overhead):
+    """A (workload, op, measured, estimated, family, calls) pair whose truth is factor * estimate - overhead."""
+    measured = (factor * per_call_estimate_us - overhead) * calls
+    return (workload, "aten::op", measured, per_call_estimate_us * calls, family, calls)
+
+
+def test_the_overhead_that_explains_small_and_large_ops_together_is_found():
+    # Small ops (4 us estimated) run at 0.8-1 us, large ones at about 0.95x: no factor alone fits both.
+    used = [pair("a", "gemm", 100, 4.2, 0.95, 3.0), pair("a", "gemm", 10, 500.0, 0.95, 3.0),
+            pair("b", "gemm", 10, 4.2, 0.95, 3.0), pair("b", "gemm", 50, 800.0, 0.95, 3.0),
+            pair("b", "elementwise", 300, 3.8, 1.05, 3.0)]
+    fits = [calibrate._fit(used, overhead / 10, 0.8) for overhead in range(51)]
+    overhead, scales, error = min(fits, key=lambda fit: fit[2])
+    assert overhead == pytest.approx(3.0)
+    assert scales == {"elementwise": pytest.approx(1.05), "gemm": pytest.approx(0.95)}
+    assert error < 1e-3 and fits[0][2] > 0.03  # without the overhead, a workload's kernel time is 3% off on average
+
+
+def test_the_floor_bounds_tiny_ops():
+    used = [("a", "aten::op", 100.0, 100.0, "elementwise", 100)]  # 1 us each, measured 1 us
+    _, scales, error = calibrate._fit(used, 3.0, 0.8)
+    assert scales == {"elementwise": 4.0} and error == pytest.approx(0.0)
+    _, _, error = calibrate._fit(used, 5.0, 0.8)  # 6 * 1 - 5 = 1: still exact
+    assert error == pytest.approx(0.0)
