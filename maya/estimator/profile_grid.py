@@ -323,6 +323,12 @@ def _sdpa(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 for causal in (False, True):
                     for backend in _SDPA_BACKENDS:
                         yield from _sdpa_cases(backend, max(1, tokens // s), heads, heads, s, head_dim, causal, dtype)
+    # float32 (a model trained without autocast): of the fused backends only memory-efficient
+    # attention takes it on CUDA (flash and cuDNN need 16-bit inputs).
+    for heads, head_dim, tokens in ((12, 64, 8192), (16, 64, 16384), (32, 128, 8192)):
+        for s in SDPA_SEQ_LENS:
+            for causal in (False, True):
+                yield from _sdpa_cases("efficient", max(1, tokens // s), heads, heads, s, head_dim, causal, "float32")
     # Grouped-query attention (Llama-3: 32 query heads, 8 KV heads): k/v passed with fewer heads.
     for s in (512, 2048, 8192):
         for backend in _SDPA_BACKENDS:

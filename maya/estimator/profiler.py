@@ -164,6 +164,7 @@ def run_profile(
     cudnn_benchmark: bool = False,
     shard: tuple[int, int] = (0, 1),
     no_tf32: bool = False,
+    dtypes: Sequence[str] | None = None,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -189,6 +190,8 @@ def run_profile(
             and `torch.backends.cudnn.allow_tf32` False), as scripts that turn it off run them; the
             grids otherwise follow PyTorch's defaults (TF32 on for cuDNN's float32 RNNs). A trace's
             signatures follow its own recorded setting either way.
+        dtypes: time only the grids' cases whose first tensor has one of these dtypes ("float32"),
+            to extend a profile after a grid gained cases of a dtype; None: every case.
 
     Returns:
         `out_dir` as a Path.
@@ -227,6 +230,8 @@ def run_profile(
             cases = [_with_cudnn_benchmark(case) for case in cases]
         if no_tf32:
             cases = [dataclasses.replace(case, allow_tf32=False) for case in cases]
+        if dtypes is not None:
+            cases = [case for case in cases if case.input_dtypes[:1] and case.input_dtypes[0] in dtypes]
         cases = cases[shard[0]::shard[1]]
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
@@ -483,6 +488,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="time only every N-th grid signature from the I-th (0-based), e.g. 0/2 and 1/2 on two GPUs",
     )
     parser.add_argument(
+        "--dtypes", type=lambda value: tuple(value.split(",")), default=None, metavar="DTYPE[,DTYPE]",
+        help="time only the grid cases whose first tensor has one of these dtypes, e.g. float32",
+    )
+    parser.add_argument(
         "--no-tf32", action="store_true",
         help="time the grids' float32 cases with TF32 off, as scripts that set torch.backends.cudnn.allow_tf32 "
         "and torch.backends.cuda.matmul.allow_tf32 to False run them",
@@ -505,7 +514,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
     return run_profile(
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
         flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
-        shard=args.shard, no_tf32=args.no_tf32,
+        shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes,
     )
 
 

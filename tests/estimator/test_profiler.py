@@ -210,3 +210,23 @@ def test_no_tf32_times_every_float32_case_with_tf32_off(tmp_path):
     rows = pq.read_table(tmp_path / "off" / "conv.parquet").to_pylist()
     assert rows and not any(row["allow_tf32"] for row in rows)
     assert {row["input_dtypes"][0] for row in rows} == {"float32"}
+
+
+def test_dtypes_times_only_the_cases_of_those_dtypes(tmp_path):
+    # --dtypes extends a profile after a grid gained cases of one dtype, without re-timing the rest.
+    main(["--out", str(tmp_path / "bf16"), "--families", "copy", "--quick", "--device", "cpu", "--dtypes", "bfloat16"])
+    rows = pq.read_table(tmp_path / "bf16" / "copy.parquet").to_pylist()
+    whole = pq.read_table(run_profile(tmp_path / "all", families=["copy"], device="cpu", quick=True) / "copy.parquet")
+    assert rows and {row["input_dtypes"][0] for row in rows} == {"bfloat16"}
+    assert len(rows) == sum(row["input_dtypes"][0] == "bfloat16" for row in whole.to_pylist()) < whole.num_rows
+
+
+def test_the_sdpa_grid_times_float32_attention_on_the_memory_efficient_backend():
+    # A model trained in float32 runs attention on the memory-efficient backend (flash and cuDNN need
+    # 16-bit inputs): the grid covers it, forward and backward, causal and not.
+    from maya.estimator.profile_grid import grid
+
+    cases = [c for c in grid("sdpa", part="fixed") if c.input_dtypes[0] == "float32"]
+    assert {c.op for c in cases} == {"aten::_scaled_dot_product_efficient_attention",
+                                     "aten::_scaled_dot_product_efficient_attention_backward"}
+    assert {c.input_shapes[0][2] for c in cases} >= {128, 1024, 8192}
