@@ -5,7 +5,7 @@ several GPUs. For every compute kernel (name and launch grid) that ran both whil
 none was, the ratio of its mean durations; the median ratio over names is the simulator's
 `overlap_slowdown` (maya/simulator/overlap.py). With --write it is stored beside the NCCL fits.
 
-    python benchmarks/overlap_report.py --trace benchmarks/gpu/multi_gpu_h200x2/ddp2_rank0.json --gpu h200 --write
+    python benchmarks/overlap_report.py --trace benchmarks/gpu/multi_gpu_h200x2/ddp2_rank0.json.gz --gpu h200 --write
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import collections
+import gzip
 import json
 import statistics
 from pathlib import Path
@@ -44,7 +45,8 @@ def main() -> None:
     p.add_argument("--gpu", default="h200")
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
-    ratios = overlap_ratios(json.loads(args.trace.read_text()))
+    text = gzip.decompress(args.trace.read_bytes()) if args.trace.suffix == ".gz" else args.trace.read_bytes()
+    ratios = overlap_ratios(json.loads(text))
     slowdown = statistics.median(ratios.values())
     print(f"{len(ratios)} kernel names ran both with and without an NCCL kernel alongside; "
           f"median duration ratio {slowdown:.3f}")
