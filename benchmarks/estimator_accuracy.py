@@ -10,7 +10,9 @@ remaining op is estimated the way a trace op is, without the exact table and wit
 calibration factors (both would not apply to an isolated op), and compared with its measured median.
 Prints per family the median |error| and the time-weighted error sum|pred - meas| / sum(meas), and
 the noise floor: the same held-out signatures timed again in another session
-(`benchmarks/gpu/heldout_ops_h200_repeat/`), compared with the first timing by the same two measures.
+(`benchmarks/gpu/heldout_ops_h200_repeat/`: GEMM, convolution and attention, 2026-11-29 19:45 UTC;
+`heldout_ops_h200_repeat_2/`: the other families, 2026-11-30 04:28 UTC), compared with the first
+timing by the same two measures.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).parents[1]
 HELDOUT = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200"
-REPEAT = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_repeat"
+REPEAT = (ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_repeat", ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_repeat_2")
 AUTOTUNED = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_cudnn_benchmark"
 """Seed 1's convolutions again, timed with torch.backends.cudnn.benchmark on (autotuned algorithms)."""
 TRAINING = ROOT / "maya" / "estimator" / "data" / "h200"
@@ -37,10 +39,10 @@ ALL_FAMILIES_TARGET = 0.08
 """Target for the time-weighted error over every family together."""
 
 
-def _read(directory: Path) -> pa.Table:
-    tables = [pq.read_table(p) for p in sorted(directory.glob("*.parquet")) if p.stem != "exact"]
+def _read(*directories: Path) -> pa.Table:
+    tables = [pq.read_table(p) for d in directories for p in sorted(d.glob("*.parquet")) if p.stem != "exact"]
     if not tables:
-        raise SystemExit(f"no <family>.parquet files in {directory}")
+        raise SystemExit(f"no <family>.parquet files in {', '.join(map(str, directories))}")
     return pa.concat_tables(tables, promote_options="default")
 
 
@@ -107,19 +109,21 @@ def table(df: pd.DataFrame) -> tuple[str, bool]:
     return "\n".join(lines), ok
 
 
-def noise_floor(heldout: Path, repeat: Path) -> str:
-    """Markdown table: per family, how far a second session's timing of each held-out signature lies
-    from the first (median |second/first - 1| and sum|second - first| / sum(first))."""
-    first, second = _read(heldout), _read(repeat)
+def noise_floor(heldout: Path, repeats: list[Path]) -> str:
+    """Markdown table: per family and over all, how far a second session's timing of each held-out
+    signature lies from the first (median |second/first - 1| and sum|second - first| / sum(first))."""
+    first, second = _read(heldout), _read(*repeats)
     a = pd.DataFrame({"key": profile_keys(first), "family": first.column("family").to_pylist(),
                       "first_us": first.column("duration_us").to_numpy()})
     b = pd.DataFrame({"key": profile_keys(second), "second_us": second.column("duration_us").to_numpy()})
-    both = a.merge(b, on="key")
+    both = a.merge(b.drop_duplicates("key"), on="key")
     lines = ["| family | signatures timed twice | median abs difference | time-weighted difference |",
              "|---|---:|---:|---:|"]
     for family, g in both.groupby("family"):
         diff = (g.second_us - g.first_us).abs()
         lines.append(f"| {family} | {len(g)} | {(diff / g.first_us).median():.1%} | {diff.sum() / g.first_us.sum():.1%} |")
+    diff = (both.second_us - both.first_us).abs()
+    lines.append(f"| **all** | {len(both)} | {(diff / both.first_us).median():.1%} | {diff.sum() / both.first_us.sum():.1%} |")
     return "\n".join(lines)
 
 
@@ -128,7 +132,8 @@ def main() -> int:
     p.add_argument("--heldout", type=Path, default=HELDOUT, help="directory of held-out <family>.parquet profiles")
     p.add_argument("--training", type=Path, default=TRAINING, help="the profiles the models were trained on")
     p.add_argument("--models", type=Path, default=None, help="models directory (default: the shipped H200 models)")
-    p.add_argument("--repeat", type=Path, default=REPEAT, help="the held-out signatures timed again (noise floor)")
+    p.add_argument("--repeat", type=Path, nargs="+", default=list(REPEAT),
+                   help="directories of the held-out signatures timed again (noise floor)")
     p.add_argument("--autotuned", type=Path, default=AUTOTUNED,
                    help="held-out convolutions timed with cudnn.benchmark on (scored separately)")
     p.add_argument("--out", type=Path, default=None, help="also write the table (markdown) here")
@@ -138,7 +143,8 @@ def main() -> int:
     print(text)
     worst = df.reindex(df.error.abs().sort_values(ascending=False).index).head(10)
     print("\nworst ops:\n" + worst.to_string(index=False))
-    floor = noise_floor(args.heldout, args.repeat) if args.repeat.exists() else None
+    repeats = [d for d in args.repeat if d.exists()]
+    floor = noise_floor(args.heldout, repeats) if repeats else None
     if floor:
         print("\nnoise floor (held-out signatures timed in two sessions):\n" + floor)
     autotuned = None
@@ -160,8 +166,9 @@ def main() -> int:
                f" with cuDNN's autotuning on (`{args.autotuned.name}/`, its command in `command.txt` there), as scripts"
                " that set the flag run them; the emulator records the flag and the model sees it.\n\n" + autotuned + "\n"
                if autotuned else "")
-            + (f"\n## Noise floor\n\nThe held-out signatures timed again in another session (`{args.repeat.name}/`,"
-               " its command in `command.txt` there): the difference between two timings of the same op bounds how"
+            + ("\n## Noise floor\n\nThe held-out signatures timed again in another session ("
+               + ", ".join(f"`{d.name}/`" for d in repeats)
+               + ", each command in its `command.txt`): the difference between two timings of the same op bounds how"
                " low any model's error can go.\n\n" + floor + "\n" if floor else "")
         )
     return 0 if ok else 1
