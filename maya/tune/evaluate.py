@@ -118,7 +118,8 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     Memory grows with depth and micro-batches, so a small point that runs out of memory (or fails)
     ends the configuration with that point's outcome, and so does a point whose own peak is over the
     GPU's memory, or whose peak at the fewer micro-batches extrapolated to the full depth is (both
-    depths emulated first). Points after the first are emulated without
+    depths emulated first), or a lower bound from the first three corners
+    (`_over_memory_by_three_corners`). Points after the first are emulated without
     probe ranks: the first found which group families change a rank's trace, and neither the depth
     nor the micro-batch count changes that.
     """
@@ -139,6 +140,10 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
             over = _over_capacity(study, candidate, figures[depth, accum]["peak_reserved_bytes"], at=at)
             if over is not None:  # the full depth and micro-batch count hold at least as much
                 return _over_memory(f"{over}; {goal} holds at least as much", figures[depth, accum]), None, _combined_use(uses)
+            if i == 1 and depths and depth == depths[0]:  # three corners: a bound before the deepest, dearest one
+                over = _over_memory_by_three_corners(study, candidate, depths, accums, figures)
+                if over is not None:
+                    return over, None, _combined_use(uses)
         if i == 0 and accums:
             fewest = {d: figures[d, accum] for d in depths or (None,)}
             over = _over_memory_at_fewest_microbatches(study, candidate, depths, fewest, accum)
@@ -170,6 +175,31 @@ def _over_memory_at_fewest_microbatches(study: Study, candidate: Candidate, dept
     if reason is None:
         return None
     return _over_memory(f"{reason}; accum={candidate.accum} holds at least as much", at_full)
+
+
+def _over_memory_by_three_corners(study: Study, candidate: Candidate, depths: tuple[int, int],
+                                   accums: tuple[int, int], figures: dict) -> dict | None:
+    """The infeasible record of a configuration whose memory, bounded from below by the corners
+    (d1, a1), (d2, a1) and (d1, a2), exceeds the GPU; None if the bound fits.
+
+    Each memory segment of each rank is affine in depth and in micro-batches with a non-negative
+    cross term (a block's activations per micro-batch): m(L, A) >= m(L, a1) + m(d1, A) - m(d1, a1),
+    the first extrapolated along depth at a1, the second along micro-batches at d1. A pipeline whose
+    last stage keeps every micro-batch's output grows with A whatever its depth, which the check at
+    the fewest micro-batches cannot see; this one sees it before the (d2, a2) corner is emulated."""
+    (d1, d2), (a1, a2) = depths, accums
+    along_depth = extrapolate_figures({d1: figures[d1, a1], d2: figures[d2, a1]}, study.full_depth, axis="depth")
+    along_accum = extrapolate_figures({a1: figures[d1, a1], a2: figures[d1, a2]}, candidate.accum)
+    deep, many, base = (f.get("memory_segments") or {} for f in (along_depth, along_accum, figures[d1, a1]))
+    bound = max((x + y - z for rank in base if rank in deep and rank in many
+                 for x, y, z in zip(deep[rank], many[rank], base[rank])), default=0)
+    latest = figures[d1, a2]
+    ratio = latest["peak_reserved_bytes"] / latest["peak_allocated_bytes"] if latest["peak_allocated_bytes"] else 1.0
+    where = (f"depth={study.full_depth}, accum={candidate.accum}, bounded below from depth={d1} and {d2}, "
+             f"accum={a1} and {a2}")
+    peaks = {"peak_allocated_bytes": bound, "peak_reserved_bytes": round(bound * ratio)}
+    reason = _over_capacity(study, candidate, peaks["peak_reserved_bytes"], at=where)
+    return None if reason is None else _over_memory(reason, peaks)
 
 
 def _over_memory(reason: str, figures: Mapping[str, Any]) -> dict:

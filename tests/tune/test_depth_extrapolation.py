@@ -1,5 +1,7 @@
 """Depth extrapolation: the depths, the study's depth fields, and a full-depth emulation as the reference."""
 
+from dataclasses import replace
+
 import pytest
 
 from maya.tune.candidate import resolve_candidate
@@ -88,3 +90,31 @@ def test_a_shallow_point_over_memory_ends_the_configuration(tmp_path):
     assert outcome.status is TrialStatus.INFEASIBLE and outcome.peak_reserved_bytes > 0, outcome.reason
     assert "at depth=2 > max_memory_fraction=1e-06" in outcome.reason and "depth=12 holds at least as much" in outcome.reason
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1  # depth 3 was never emulated
+
+
+def _corner(depth: int, accum: int, per_microbatch_gib: float) -> dict:
+    """Figures of one emulated corner whose one memory segment is 1 + depth + c * accum + 0.1 * depth * accum GiB."""
+    gib = 1 << 30
+    allocated = round((1 + depth + per_microbatch_gib * accum + 0.1 * depth * accum) * gib)
+    return {"iteration_ms": [10.0], "step_time_ms": 10.0, "peak_allocated_bytes": allocated,
+            "peak_reserved_bytes": allocated, "breakdown_ms": {}, "memory_segments": {"0": [allocated]},
+            "memory_rank": 0, "top_ops": [], "timeline": None, "trace_dir": "d"}
+
+
+def test_three_corners_bound_the_memory_before_the_deepest_one_is_emulated():
+    # Depth 24 on an 80 GiB H100, 16 micro-batches, corners at depths 2, 3 and micro-batch counts 2, 3.
+    # At 2 micro-batches the full depth needs 1 + 24 + 10 + 4.8 = 39.8 GiB (fits), but each micro-batch
+    # keeps 5 GiB whatever the depth: m(24, 16) >= m(24, 2) + m(2, 16) - m(2, 2) = 39.8 + 86.2 - 13.4.
+    from maya.tune.evaluate import _over_memory_by_three_corners
+
+    study = replace(_study(24, depth=True), global_batch=32)
+    candidate = resolve_candidate(study, {"micro_batch": 2})
+    assert candidate.accum == 16
+    figures = {(d, a): _corner(d, a, 5.0) for d in (2, 3) for a in (2, 3)}
+    over = _over_memory_by_three_corners(study, candidate, (2, 3), (2, 3), figures)
+    assert over is not None and over["status"] == TrialStatus.INFEASIBLE.value
+    assert over["peak_allocated_bytes"] / (1 << 30) == pytest.approx(39.8 + 86.2 - 13.4, abs=1e-6)
+    assert "bounded below from depth=2 and 3, accum=2 and 3" in over["reason"] and "h100" in over["reason"]
+    # Half a GiB per micro-batch: 27.8 + 12.2 - 4.4 = 35.6 GiB fits, and the deepest corner is emulated.
+    light = {(d, a): _corner(d, a, 0.5) for d in (2, 3) for a in (2, 3)}
+    assert _over_memory_by_three_corners(study, candidate, (2, 3), (2, 3), light) is None
