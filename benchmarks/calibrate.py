@@ -105,20 +105,22 @@ def main() -> None:
 
 def _fit(used: list[tuple], overhead: float, floor: float) -> tuple[float, dict[str, float], float]:
     """(overhead, family factors, mean |error| over workloads of the calibrated paired kernel time)
-    with every family's factor making its calibrated total equal its measured total."""
-    measured, estimated, calls = (collections.defaultdict(float) for _ in range(3))
-    for _, _, m, e, family, n in used:
-        measured[family] += m
-        estimated[family] += e
-        calls[family] += n
-    scales = {f: round((measured[f] + overhead * calls[f]) / estimated[f], 4) for f in sorted(measured)}
-    per_workload: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
-    for name, _, m, e, family, n in used:
-        per_workload[name][0] += m
-        per_workload[name][1] += max(scales[family] * e / n - overhead, floor) * n
-    error = sum(abs(p / m - 1) for m, p in per_workload.values()) / len(per_workload)
-    return overhead, scales, error
+    with every family's factor making its calibrated total equal its measured total; each pair's
+    calibrated time is its mean call calibrated as the estimator does (`Calibration.apply`)."""
+    import numpy as np
 
+    from maya.estimator.calibration import Calibration
+
+    names, _, measured, estimated, families, calls = (np.array(column) for column in zip(*used))
+    measured, estimated, calls = (a.astype(np.float64) for a in (measured, estimated, calls))
+    scales = {f: round((measured[families == f].sum() + overhead * calls[families == f].sum())
+                       / estimated[families == f].sum(), 4) for f in sorted(set(families))}
+    per_call = estimated / calls
+    Calibration(family_scale=scales, event_overhead_us=overhead, kernel_floor_us=floor).apply(
+        per_call, families, np.ones(len(used), dtype=bool))
+    predicted = per_call * calls
+    error = np.mean([abs(predicted[names == w].sum() / measured[names == w].sum() - 1) for w in sorted(set(names))])
+    return overhead, scales, float(error)
 
 if __name__ == "__main__":
     main()
