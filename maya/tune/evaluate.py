@@ -124,7 +124,7 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     nor the micro-batch count changes that.
     """
     figures: dict[tuple[int | None, int | None], dict] = {}
-    uses, variant = [], None
+    uses, variant, fewest_at_full = [], None, None
     for i, accum in enumerate(accums or (None,)):
         for depth in depths or (None,):
             small = replace(candidate, accum=accum or candidate.accum,
@@ -141,12 +141,13 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
             if over is not None:  # the full depth and micro-batch count hold at least as much
                 return _over_memory(f"{over}; {goal} holds at least as much", figures[depth, accum]), None, _combined_use(uses)
             if i == 1 and depths and depth == depths[0]:  # three corners: a bound before the deepest, dearest one
-                over = _over_memory_by_three_corners(study, candidate, depths, accums, figures)
+                over = _over_memory_by_three_corners(study, candidate, depths, accums, figures, fewest_at_full)
                 if over is not None:
                     return over, None, _combined_use(uses)
         if i == 0 and accums:
-            fewest = {d: figures[d, accum] for d in depths or (None,)}
-            over = _over_memory_at_fewest_microbatches(study, candidate, depths, fewest, accum)
+            fewest_at_full = (extrapolate_figures({d: figures[d, accum] for d in depths}, study.full_depth, axis="depth")
+                              if depths else figures[None, accum])
+            over = _over_memory_at_fewest_microbatches(study, candidate, depths is not None, fewest_at_full, accum)
             if over is not None:
                 return over, None, _combined_use(uses)
     use = _combined_use(uses)
@@ -164,13 +165,13 @@ def _combined_use(uses: list[CacheUse]) -> CacheUse:
     return CacheUse.MISS if CacheUse.MISS in uses else CacheUse.RESIMULATED if CacheUse.RESIMULATED in uses else CacheUse.HIT
 
 
-def _over_memory_at_fewest_microbatches(study: Study, candidate: Candidate, depths: tuple[int, int] | None,
-                                        at_depth: dict, accum: int) -> dict | None:
+def _over_memory_at_fewest_microbatches(study: Study, candidate: Candidate, extrapolated: bool,
+                                        at_full: dict, accum: int) -> dict | None:
     """The infeasible record of a configuration whose peak at its fewest emulated micro-batches
-    (extrapolated to the full depth) already exceeds the GPU: more micro-batches only keep more
-    activations or gradients alive, so the other micro-batch count need not be emulated. None if it fits."""
-    at_full = extrapolate_figures(at_depth, study.full_depth, axis="depth") if depths else at_depth[None]
-    where = f"accum={accum}" + (f", extrapolated to depth={study.full_depth}" if depths else "")
+    (`at_full`: extrapolated to the full depth when `extrapolated`) already exceeds the GPU: more
+    micro-batches only keep more activations or gradients alive, so the other micro-batch count need
+    not be emulated. None if it fits."""
+    where = f"accum={accum}" + (f", extrapolated to depth={study.full_depth}" if extrapolated else "")
     reason = _over_capacity(study, candidate, at_full["peak_reserved_bytes"], at=where)
     if reason is None:
         return None
@@ -178,7 +179,7 @@ def _over_memory_at_fewest_microbatches(study: Study, candidate: Candidate, dept
 
 
 def _over_memory_by_three_corners(study: Study, candidate: Candidate, depths: tuple[int, int],
-                                   accums: tuple[int, int], figures: dict) -> dict | None:
+                                   accums: tuple[int, int], figures: dict, along_depth: dict) -> dict | None:
     """The infeasible record of a configuration whose memory, bounded from below by the corners
     (d1, a1), (d2, a1) and (d1, a2), exceeds the GPU; None if the bound fits.
 
@@ -186,9 +187,9 @@ def _over_memory_by_three_corners(study: Study, candidate: Candidate, depths: tu
     cross term (a block's activations per micro-batch): m(L, A) >= m(L, a1) + m(d1, A) - m(d1, a1),
     the first extrapolated along depth at a1, the second along micro-batches at d1. A pipeline whose
     last stage keeps every micro-batch's output grows with A whatever its depth, which the check at
-    the fewest micro-batches cannot see; this one sees it before the (d2, a2) corner is emulated."""
+    the fewest micro-batches cannot see; this one sees it before the (d2, a2) corner is emulated.
+    `along_depth`: the figures at a1 extrapolated to the full depth (the fewest micro-batches' check's)."""
     (d1, d2), (a1, a2) = depths, accums
-    along_depth = extrapolate_figures({d1: figures[d1, a1], d2: figures[d2, a1]}, study.full_depth, axis="depth")
     along_accum = extrapolate_figures({a1: figures[d1, a1], a2: figures[d1, a2]}, candidate.accum)
     deep, many, base = (f.get("memory_segments") or {} for f in (along_depth, along_accum, figures[d1, a1]))
     bound = max((x + y - z for rank in base if rank in deep and rank in many

@@ -101,6 +101,13 @@ def _corner(depth: int, accum: int, per_microbatch_gib: float) -> dict:
             "memory_rank": 0, "top_ops": [], "timeline": None, "trace_dir": "d"}
 
 
+def at_full_depth(figures: dict) -> dict:
+    """The corners at 2 micro-batches extrapolated to depth 24, as `_extrapolated` hands them on."""
+    from maya.tune.accum_extrapolation import extrapolate_figures
+
+    return extrapolate_figures({2: figures[2, 2], 3: figures[3, 2]}, 24, axis="depth")
+
+
 def test_three_corners_bound_the_memory_before_the_deepest_one_is_emulated():
     # Depth 24 on an 80 GiB H100, 16 micro-batches, corners at depths 2, 3 and micro-batch counts 2, 3.
     # At 2 micro-batches the full depth needs 1 + 24 + 10 + 4.8 = 39.8 GiB (fits), but each micro-batch
@@ -111,10 +118,10 @@ def test_three_corners_bound_the_memory_before_the_deepest_one_is_emulated():
     candidate = resolve_candidate(study, {"micro_batch": 2})
     assert candidate.accum == 16
     figures = {(d, a): _corner(d, a, 5.0) for d in (2, 3) for a in (2, 3)}
-    over = _over_memory_by_three_corners(study, candidate, (2, 3), (2, 3), figures)
+    over = _over_memory_by_three_corners(study, candidate, (2, 3), (2, 3), figures, at_full_depth(figures))
     assert over is not None and over["status"] == TrialStatus.INFEASIBLE.value
     assert over["peak_allocated_bytes"] / (1 << 30) == pytest.approx(39.8 + 86.2 - 13.4, abs=1e-6)
     assert "bounded below from depth=2 and 3, accum=2 and 3" in over["reason"] and "h100" in over["reason"]
     # Half a GiB per micro-batch: 27.8 + 12.2 - 4.4 = 35.6 GiB fits, and the deepest corner is emulated.
     light = {(d, a): _corner(d, a, 0.5) for d in (2, 3) for a in (2, 3)}
-    assert _over_memory_by_three_corners(study, candidate, (2, 3), (2, 3), light) is None
+    assert _over_memory_by_three_corners(study, candidate, (2, 3), (2, 3), light, at_full_depth(light)) is None
