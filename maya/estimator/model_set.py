@@ -1,6 +1,6 @@
 """`ModelSet`: the fitted models of one GPU, loaded once from a models directory.
 
-A models directory is what `fit_models` writes: `<family>.cbm`, `exact_durations.parquet` and
+A models directory is what `fit_models` writes: `<family>.cbm.gz`, `exact_durations.parquet` and
 `fit_report.json`. The ones shipped with Maya live in `maya/estimator/data/<gpu>/models/`.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from maya.estimator.exact_table import EXACT_FILE, ExactTable
 from maya.estimator.families import families_of
-from maya.estimator.fit import import_catboost
+from maya.estimator.fit import import_catboost, load_model
 from maya.estimator.fit_report import REPORT_FILE, FitReport
 from maya.hardware import GpuSpec, load_gpu
 
@@ -78,11 +78,7 @@ def load_model_set(models_dir: str | os.PathLike) -> ModelSet:
         )
     catboost = import_catboost()
     report = FitReport.load(path)
-    models = {}
-    for family in report.families:
-        model = catboost.CatBoostRegressor()
-        model.load_model(str(path / f"{family}.cbm"))
-        models[family] = model
+    models = {family: load_model(catboost, path, family) for family in report.families}
     exact_path = path / EXACT_FILE
     exact = ExactTable.load(exact_path) if exact_path.exists() else ExactTable(
         keys=np.zeros(0, np.uint64), duration_us=np.zeros(0))

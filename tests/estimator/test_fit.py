@@ -19,7 +19,8 @@ def test_held_out_metrics_are_computed_and_bounded(fitted):
         assert 0 <= fit.time_weighted_error < 0.7, fit
         assert fit.median_ape < 0.5, fit
         assert fit.time_weighted_error < fit.roofline_time_weighted_error, fit
-        assert (models_dir / f"{fit.family}.cbm").exists()
+        assert (models_dir / f"{fit.family}.cbm.gz").exists()
+        assert not (models_dir / f"{fit.family}.cbm").exists()
     assert "aten::mm" in report.families["gemm"].ops
 
 
@@ -47,3 +48,27 @@ def test_fit_is_deterministic(profile_dir, tmp_path, profiles):
 def test_profiles_from_a_cpu_need_an_explicit_gpu(profile_dir, tmp_path):
     with pytest.raises(ValueError, match="not a catalog GPU"):
         fit_models(profile_dir, tmp_path, iterations=5)
+
+
+def test_an_uncompressed_model_file_loads_and_a_missing_one_is_named(fitted, tmp_path):
+    import gzip
+    import shutil
+
+    from maya.estimator.fit import import_catboost, load_model
+
+    models_dir, report = fitted
+    copy = tmp_path / "models"
+    shutil.copytree(models_dir, copy)
+    compressed = copy / "gemm.cbm.gz"
+    (copy / "gemm.cbm").write_bytes(gzip.decompress(compressed.read_bytes()))
+    compressed.unlink()
+    catboost = import_catboost()
+    x = [[0.0] * len(report.families["gemm"].features)]
+    x[0][0] = "aten::mm"
+    for i, name in enumerate(report.families["gemm"].features):
+        if name in report.families["gemm"].categorical_features:
+            x[0][i] = "aten::mm" if name == "op" else "x"
+    assert load_model(catboost, copy, "gemm").predict(x) == load_model(catboost, models_dir, "gemm").predict(x)
+    (copy / "gemm.cbm").unlink()
+    with pytest.raises(FileNotFoundError, match=r"gemm.*gemm\.cbm\.gz.*gemm\.cbm"):
+        load_model(catboost, copy, "gemm")
