@@ -52,8 +52,8 @@ them, the draws of seeds 61-120 took GEMM from 5.7% / 5.5% to 5.2% / 5.1%."""
 _DEEP_DEPTH, _DEEP_ITERATIONS_FACTOR, _DEEP_LEARNING_RATE = 8, 2, 0.05
 LOSS_BY_FAMILY = {"gemm": "MAE"}
 """CatBoost loss per family (default RMSE on the log target). GEMM fits the median of log(duration /
-roofline) (MAE) instead of its mean: the residuals are skewed (a few slow outliers per shape region),
-and the mean over-predicted small GEMMs (signed median +2.1% under 10 us). Chosen on the fit's own
+roofline) (MAE) instead of its mean: the residuals are skewed, and the mean over-predicted small
+GEMMs (signed median error under 10 us: +2.1% with RMSE, +1.0% with MAE). Chosen on the fit's own
 held-out split with the draws of `gemm_draws.parquet` (2026-12-01): 5.2% median / 5.1% time-weighted
 error with RMSE, 4.9% / 5.0% with MAE. Without those draws (seeds 0, 2-20) MAE had been better on
 the median (6.2% -> 5.8%) but worse time-weighted (5.3% -> 5.7%), and over all families worse for 8
