@@ -1,0 +1,101 @@
+"""The fit's own held-out split, before and after new profile rows, under the model settings compared.
+
+    python benchmarks/fit_choices.py --family sdpa --new sdpa_draws.parquet --settings shallow,shipped
+    python benchmarks/fit_choices.py --family gemm --new gemm_draws.parquet --settings rmse,shipped
+
+How the choices in maya/estimator/fit.py (`DEEP_FAMILIES`, `LOSS_BY_FAMILY`) and new random draws
+were decided without the held-out set of benchmarks/estimator_accuracy.py. The *before* rows are the
+family's rows in the profile directory without the `--new` files; `fit.holdout_mask` (seed 0, 20%)
+picks whole signatures of them, the same split `maya fit` held out before the new rows existed.
+Each setting is fitted on the rest (the before rows alone, then with the new rows, never a held-out
+signature) and scored on those held-out signatures: median |error|, time-weighted error, and the
+signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` uses for the family),
+`rmse` (shipped with RMSE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE).
+Runs on a CPU (CatBoost, 2 threads); a GEMM fit of 80,000 rows takes about two minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ROOT / "maya" / "estimator" / "data" / "h200"
+
+
+def settings(catboost, family: str, name: str, categorical: list[str]):
+    from maya.estimator import fit
+
+    shipped = fit._regressor(catboost, family, iterations=1000, seed=0, thread_count=2,
+                             categorical=categorical).get_params()
+    variants = {
+        "shipped": shipped,
+        "rmse": {**shipped, "loss_function": "RMSE"},
+        "shallow": {**shipped, "loss_function": "RMSE", "depth": fit._DEPTH, "learning_rate": fit._LEARNING_RATE,
+                    "iterations": 1000},
+    }
+    if name not in variants:
+        raise SystemExit(f"unknown setting {name!r}; choose from {', '.join(variants)}")
+    return catboost.CatBoostRegressor(**variants[name])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--family", required=True)
+    p.add_argument("--new", required=True, nargs="+", help="file names in --profiles whose rows are the new ones")
+    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, shallow")
+    p.add_argument("--profiles", type=Path, default=PROFILES)
+    args = p.parse_args()
+    from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
+    from maya.estimator.fit import error_metrics, holdout_mask, import_catboost
+    from maya.estimator.signature import signature_keys
+    from maya.hardware import load_gpu
+
+    catboost = import_catboost()
+    files = sorted(args.profiles.glob("*.parquet"))
+    missing = [n for n in args.new if not (args.profiles / n).is_file()]
+    if missing:
+        sys.exit(f"not in {args.profiles}: {', '.join(missing)}")
+    parts = []
+    for path in files:
+        table = pq.read_table(path)
+        table = table.filter(pc.equal(table.column("family"), args.family))
+        parts.append(table.append_column("is_new", pa.array(np.full(table.num_rows, path.name in args.new))))
+    rows = pa.concat_tables(parts, promote_options="permissive")
+    measured = rows.column("duration_us").to_numpy().astype(np.float64)
+    is_new = rows.column("is_new").to_numpy(zero_copy_only=False)
+    keys = signature_keys(rows)
+    features = extract_features(rows, load_gpu("h200"))
+    names = list(features_for_family(args.family))
+    categorical = [n for n in names if n in CATEGORICAL_FEATURES]
+    x = features[names].reset_index(drop=True)
+    roofline_us = np.exp2(features["log2_roofline_us"].to_numpy())
+    y = np.log(measured / roofline_us)
+    held_keys = keys[~is_new][holdout_mask(keys[~is_new], 0.2, 0)]
+    held = np.isin(keys, held_keys)
+    test = held & ~is_new
+    print(f"{args.family}: {int((~is_new).sum())} rows before, {int(is_new.sum())} new ({', '.join(args.new)}); "
+          f"scored on {int(test.sum())} held-out rows of the rows before")
+    print("| rows trained on | setting | median abs error | time-weighted error | signed median error, ops < 10 us |")
+    print("|---|---|---:|---:|---:|")
+    for label, train in (("before", ~held & ~is_new), ("before + new", ~held)):
+        for name in args.settings.split(","):
+            model = settings(catboost, args.family, name, categorical)
+            model.fit(x[train], y[train])
+            predicted = np.exp(model.predict(x[test])) * roofline_us[test]
+            metrics = error_metrics(predicted, measured[test])
+            small = measured[test] < 10
+            relative = (predicted[small] - measured[test][small]) / measured[test][small]
+            signed = f"{np.median(relative):+.1%}" if small.any() else "no such ops"
+            print(f"| {label} ({int(train.sum())}) | {name} | {metrics['median_ape']:.1%} | "
+                  f"{metrics['time_weighted_error']:.1%} | {signed} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
