@@ -44,20 +44,18 @@ depends on the product of steps, layers and directions), and attention once it h
 on the fit's own held-out split (`fit_report.json`), never on benchmarks/gpu/heldout_ops_h200: there
 GEMM went from 6.9% median / 5.8% time-weighted error to 6.2% / 5.3%, convolution from 19.3% / 24.8%
 to 17.3% / 22.3%, RNN (with the draws of `rnn_draws.parquet`, on the split of the rows before them)
-from 14.4% / 17.6% to 13.4% / 17.3% (2026-11-30, the H200 profiles). On 2026-12-01, on the signatures
-that split held out of the rows before `sdpa_draws.parquet` and `gemm_draws.parquet`: attention went
-from 3.5% / 3.9% to 3.3% / 3.2% with the draws and to 2.7% / 3.0% with the draws and deeper trees,
-GEMM from 6.2% / 5.3% to 5.5% / 5.1% with the draws of seeds 21-60; on the split of the rows with
-them, the draws of seeds 61-120 took GEMM from 5.7% / 5.5% to 5.2% / 5.1%."""
+from 14.4% / 17.6% to 13.4% / 17.3% (2026-11-30, the H200 profiles). Attention, with the draws of
+`sdpa_draws.parquet`, on the signatures that split held out of the rows before them: 3.3% / 2.9%
+shallow, 2.5% / 3.1% deep (3.5% / 3.9% and 3.2% / 3.5% without the draws; benchmarks/fit_choices.py,
+benchmarks/results/fit_choices_h200.md)."""
 _DEEP_DEPTH, _DEEP_ITERATIONS_FACTOR, _DEEP_LEARNING_RATE = 8, 2, 0.05
 LOSS_BY_FAMILY = {"gemm": "MAE"}
 """CatBoost loss per family (default RMSE on the log target). GEMM fits the median of log(duration /
-roofline) (MAE) instead of its mean: the residuals are skewed, and the mean over-predicted small
-GEMMs (signed median error under 10 us: +2.1% with RMSE, +1.0% with MAE). Chosen on the fit's own
-held-out split with the draws of `gemm_draws.parquet` (2026-12-01): 5.2% median / 5.1% time-weighted
-error with RMSE, 4.9% / 5.0% with MAE. Without those draws (seeds 0, 2-20) MAE had been better on
-the median (6.2% -> 5.8%) but worse time-weighted (5.3% -> 5.7%), and over all families worse for 8
-of 12 (2026-11-30), so the other families keep RMSE."""
+roofline) (MAE) instead of its mean. Chosen on the fit's own held-out split (benchmarks/fit_choices.py,
+benchmarks/results/fit_choices_h200.md), on the signatures it held out of the rows before
+`gemm_draws.parquet`: with the draws, 5.2% median / 4.9% time-weighted error with RMSE, 5.0% / 4.8%
+with MAE; without them MAE was better on the median (6.2% -> 5.8%) but worse time-weighted (5.3% ->
+5.6%). The other families keep RMSE (MAE not compared for them here)."""
 
 
 def import_catboost():
