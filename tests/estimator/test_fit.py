@@ -1,9 +1,11 @@
+import gzip
 import json
+import shutil
 
 import numpy as np
 import pytest
 
-from maya.estimator.fit import fit_models
+from maya.estimator.fit import fit_models, import_catboost, load_model
 from maya.estimator.fit_report import FitReport
 from maya.estimator.model_set import load_model_set
 
@@ -51,11 +53,6 @@ def test_profiles_from_a_cpu_need_an_explicit_gpu(profile_dir, tmp_path):
 
 
 def test_an_uncompressed_model_file_loads_and_a_missing_one_is_named(fitted, tmp_path):
-    import gzip
-    import shutil
-
-    from maya.estimator.fit import import_catboost, load_model
-
     models_dir, report = fitted
     copy = tmp_path / "models"
     shutil.copytree(models_dir, copy)
@@ -63,11 +60,8 @@ def test_an_uncompressed_model_file_loads_and_a_missing_one_is_named(fitted, tmp
     (copy / "gemm.cbm").write_bytes(gzip.decompress(compressed.read_bytes()))
     compressed.unlink()
     catboost = import_catboost()
-    x = [[0.0] * len(report.families["gemm"].features)]
-    x[0][0] = "aten::mm"
-    for i, name in enumerate(report.families["gemm"].features):
-        if name in report.families["gemm"].categorical_features:
-            x[0][i] = "aten::mm" if name == "op" else "x"
+    gemm = report.families["gemm"]
+    x = [["aten::mm" if name == "op" else "x" if name in gemm.categorical_features else 0.0 for name in gemm.features]]
     assert load_model(catboost, copy, "gemm").predict(x) == load_model(catboost, models_dir, "gemm").predict(x)
     (copy / "gemm.cbm").unlink()
     with pytest.raises(FileNotFoundError, match=r"gemm.*gemm\.cbm\.gz.*gemm\.cbm"):
