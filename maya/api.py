@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +20,9 @@ from maya.hardware.cluster import ClusterSpec
 from maya.summary import EmulationSummary, IterationSummary
 from maya.trace.build import rows_to_table
 from maya.trace.store import write_meta, write_rank_trace
+
+if TYPE_CHECKING:
+    from maya.world.world_emulation import RankCheck
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +42,8 @@ def emulate(
     cluster: ClusterSpec | None = None,
     in_process: bool = False,
     max_rank_classes: int | None = None,
+    after_rank: RankCheck | None = None,
+    first_ranks: Sequence[int] = (),
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -65,6 +71,10 @@ def emulate(
             Ray Dataset.
         max_rank_classes: with several ranks, raise `maya.world.TooManyRankClassesError` instead of
             emulating more rank classes than this; None: no limit.
+        after_rank: with several ranks, called with each emulated rank's `maya.world.rank_emulation.RankResult`;
+            a returned reason ends the emulation with `maya.world.RankCheckStop`, writing no trace
+            (the tuner's memory bound); None: every class is emulated.
+        first_ranks: with several ranks, the ranks to emulate first, in this order (see `maya.world.emulate_world`).
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
@@ -79,7 +89,7 @@ def emulate(
     if world_size > 1:
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
-            variant_families, cluster, in_process, max_rank_classes,
+            variant_families, cluster, in_process, max_rank_classes, after_rank, first_ranks,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -124,6 +134,7 @@ def _emulate_world(
     script, args: list[str], gpu: str, world_size: int, local_world_size: int, trace_dir: Path,
     dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
     cluster: ClusterSpec | None = None, in_process: bool = False, max_rank_classes: int | None = None,
+    after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (),
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -134,7 +145,7 @@ def _emulate_world(
         world = emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
             verify_dedup=verify_dedup, progress=progress, variant_families=variant_families, in_process=in_process,
-            max_rank_classes=max_rank_classes,
+            max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
         )
     except RankFailedError as e:
         failed = e.result

@@ -84,25 +84,27 @@ def memory_segments(trace_dir: str | Path, ranks: Iterable[int]) -> dict[str, li
     """
     from maya.trace.store import read_rank_trace
 
-    segments = {}
-    for rank in ranks:
-        table = read_rank_trace(trace_dir, rank).select(["iteration", "phase", "allocated_bytes"]).to_pydict()
-        iterations, phases = table["iteration"], table["phase"]
-        last_backward: dict[int, int] = {}
-        for i, (iteration, phase) in enumerate(zip(iterations, phases)):
-            if phase == "backward":
-                last_backward[iteration] = i
-        peaks = [0, 0, 0]  # body, tail, optimizer step
-        in_step = None
-        for i, (iteration, phase, allocated) in enumerate(zip(iterations, phases, table["allocated_bytes"])):
-            if i <= last_backward.get(iteration, len(iterations)):
-                part = 0
-            else:
-                in_step = iteration if phase == "optimizer" else in_step
-                part = 2 if in_step == iteration else 1
-            peaks[part] = max(peaks[part], allocated)
-        segments[str(rank)] = peaks
-    return segments
+    return {str(rank): table_memory_segments(read_rank_trace(trace_dir, rank)) for rank in ranks}
+
+
+def table_memory_segments(table) -> list[int]:
+    """[body peak, tail peak, step peak] of one rank's trace (a `pyarrow.Table` of the trace schema), bytes."""
+    table = table.select(["iteration", "phase", "allocated_bytes"]).to_pydict()
+    iterations, phases = table["iteration"], table["phase"]
+    last_backward: dict[int, int] = {}
+    for i, (iteration, phase) in enumerate(zip(iterations, phases)):
+        if phase == "backward":
+            last_backward[iteration] = i
+    peaks = [0, 0, 0]  # body, tail, optimizer step
+    in_step = None
+    for i, (iteration, phase, allocated) in enumerate(zip(iterations, phases, table["allocated_bytes"])):
+        if i <= last_backward.get(iteration, len(iterations)):
+            part = 0
+        else:
+            in_step = iteration if phase == "optimizer" else in_step
+            part = 2 if in_step == iteration else 1
+        peaks[part] = max(peaks[part], allocated)
+    return peaks
 
 
 def _affine(v1: float, v2: float, a1: int, a2: int, accum: int) -> float:

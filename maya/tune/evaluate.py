@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import shutil
 import statistics
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,12 @@ from maya.tune.candidate import Candidate, PrunedConfig, resolve_candidate, scri
 from maya.tune.cost import INFEASIBLE_OBJECTIVE, objective_value, time_to_train_s, training_cost_usd
 from maya.tune.depth_extrapolation import depth_counts
 from maya.tune.outcome import CacheUse, TrialOutcome, TrialStatus
+from maya.tune.rank_memory_check import RankMemoryCheck, stage_order
 from maya.tune.resimulate import resimulate
 from maya.tune.study import Study
 from maya.tune.trace_cache import TraceCache, emulation_inputs, emulation_key, file_sha256, simulation_key
-from maya.world import TooManyRankClassesError
+from maya.world import RankCheckStop, TooManyRankClassesError
+from maya.world.world_emulation import RankCheck
 
 log = logging.getLogger(__name__)
 
@@ -93,21 +96,24 @@ def evaluate(
     else:
         outcome = _with_cost(study, candidate, figures, use, elapsed, launch)
     if outcome.status is TrialStatus.INFEASIBLE and over_memory:
-        memory_dominance.record(study, candidate, outcome.reason, over_memory)
+        uncached = recorded is not None and recorded.get("stopped_at_rank") is not None
+        memory_dominance.record(study, candidate, outcome.reason, over_memory, uncached=uncached)
     return outcome
 
 
 def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Callable[..., Any],
-             variant_families: list[int] | None = None):
+             variant_families: list[int] | None = None, after_rank: RankMemoryCheck | None = None,
+             first_ranks: Sequence[int] = ()):
     """(cluster-independent end or None, figures or None, where they came from) of `candidate` as it is;
-    `variant_families` as `maya.emulate` takes them."""
+    `variant_families`, `after_rank` and `first_ranks` as `maya.emulate` takes them."""
     inputs = emulation_inputs(
         script_sha256=file_sha256(study.script), argv=candidate.argv, gpu=candidate.cluster.gpu,
         tp=candidate.tp, pp=candidate.pp, dp=candidate.dp, dp_mode=candidate.dp_mode,
     )
     key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
     with cache.lock(key):
-        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, variant_families)
+        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, variant_families,
+                                  after_rank, first_ranks)
 
 
 def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate, depths: tuple[int, int] | None,
@@ -119,7 +125,9 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     ends the configuration with that point's outcome, and so does a point whose own peak is over the
     GPU's memory, or whose peak at the fewer micro-batches extrapolated to the full depth is (both
     depths emulated first), or a lower bound from the first three corners
-    (`_over_memory_by_three_corners`). Points after the first are emulated without
+    (`_over_memory_by_three_corners`). Within a point, every rank is checked as it is emulated
+    against the points before it (`maya.tune.rank_memory_check`), and the point's emulation stops at
+    the first rank that cannot fit. Points after the first are emulated without
     probe ranks: the first found which group families change a rank's trace, and neither the depth
     nor the micro-batch count changes that.
     """
@@ -129,12 +137,18 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
         for depth in depths or (None,):
             small = replace(candidate, accum=accum or candidate.accum,
                             argv=script_argv(study, config, accum or candidate.accum, depth))
-            recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variant)
+            check = RankMemoryCheck(
+                corner=(depth, accum), depths=depths, accums=accums, full_depth=study.full_depth, accum=candidate.accum,
+                prior=figures, over_capacity=lambda reserved, at: _over_capacity(study, candidate, reserved, at=at),
+            )
+            recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variant, check, stage_order(figures))
             variant = (figures[depth, accum] or {}).get("variant_families")
             uses.append(use)
             at = ", ".join(f"{k}={v}" for k, v in (("depth", depth), ("accum", accum)) if v is not None)
             goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))
                              if c is not None)
+            if recorded is not None and recorded.get("stopped_at_rank") is not None:
+                return recorded, None, _combined_use(uses)
             if recorded is not None:
                 return {**recorded, "reason": f"{recorded['reason']} (at {at}, emulated to extrapolate to {goal})"}, None, use
             over = _over_capacity(study, candidate, figures[depth, accum]["peak_reserved_bytes"], at=at)
@@ -221,8 +235,13 @@ def _over_capacity(study: Study, candidate: Candidate, peak_reserved_bytes: int,
 
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
-                       emulate: Callable[..., Any], variant_families: list[int] | None = None):
-    """(cluster-independent end or None, figures or None, where they came from); called under the key's lock."""
+                       emulate: Callable[..., Any], variant_families: list[int] | None = None,
+                       after_rank: RankMemoryCheck | None = None, first_ranks: Sequence[int] = ()):
+    """(cluster-independent end or None, figures or None, where they came from); called under the key's lock.
+
+    An emulation that `after_rank` stops leaves nothing in the cache (its verdict is the
+    configuration's, not the key's: another configuration may share the point) and returns the
+    infeasible record with `stopped_at_rank` set."""
     recorded = cache.read_outcome(key)
     if recorded is not None:
         return recorded, None, CacheUse.HIT
@@ -243,7 +262,10 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
         summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
                           nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
                           variant_families=variant_families, cluster=candidate.cluster,
-                          max_rank_classes=study.max_rank_classes)
+                          max_rank_classes=study.max_rank_classes, after_rank=after_rank, first_ranks=first_ranks)
+    except RankCheckStop as e:
+        shutil.rmtree(trace_dir, ignore_errors=True)  # not a complete emulation of the key
+        return _over_memory(e.reason, after_rank.peaks or _rank_peaks(e.result)) | {"stopped_at_rank": e.result.rank}, None, CacheUse.MISS
     except TooManyRankClassesError as e:  # decided by the layout alone: every configuration of this key fails so
         recorded = {"status": TrialStatus.FAILED.value, "reason": f"{type(e).__name__}: {e}",
                     "error": traceback.format_exc()}
@@ -260,10 +282,18 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     return None, figures, CacheUse.MISS
 
 
+def _rank_peaks(result) -> dict:
+    """The allocator peaks of one emulated rank (`maya.world.rank_emulation.RankResult`)."""
+    return {"peak_allocated_bytes": max((it.peak_allocated_bytes for it in result.iterations), default=0),
+            "peak_reserved_bytes": max((it.peak_reserved_bytes for it in result.iterations), default=0)}
+
+
 def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,
-                     variant_families: list[int] | None = None, cluster=None, max_rank_classes: int | None = None):
+                     variant_families: list[int] | None = None, cluster=None, max_rank_classes: int | None = None,
+                     after_rank: RankCheck | None = None, first_ranks: Sequence[int] = ()):
     """`maya.emulate` in this process (several ranks one after another) into `trace_dir`, simulated
-    on `cluster`; the script's own prints (loss lines, progress bars) go to `trace_dir/script.log`."""
+    on `cluster`; the script's own prints (loss lines, progress bars) go to `trace_dir/script.log`.
+    `after_rank` and `first_ranks` as `maya.emulate` takes them."""
     from maya.api import emulate
 
     trace_dir = Path(trace_dir)
@@ -271,7 +301,7 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
     with open(trace_dir / "script.log", "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
                        variant_families=variant_families, cluster=cluster, in_process=True,
-                       max_rank_classes=max_rank_classes)
+                       max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:

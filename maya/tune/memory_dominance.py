@@ -19,7 +19,9 @@ over-memory configuration A when B differs from A only in ways that never lower 
   Only the cluster and node count (through dp) may differ otherwise.
 
 B is then reported infeasible with A named in its reason, and `CacheUse.DOMINATED` (B equal to A, on
-another price say, is left to the trace cache, whose entry holds A's own figures). This assumes the
+another price say, is left to the trace cache, whose entry holds A's own figures; unless A's verdict
+came from a rank check that stopped an emulation part-way, `maya.tune.rank_memory_check`, which
+leaves no cache entry: then B equal to A is dominated too). This assumes the
 script's memory behaves as above; a script whose memory falls with a larger micro-batch should set
 `memory_dominance = False` in its study.
 
@@ -61,12 +63,14 @@ def memory_order(study: Study) -> dict[str, Any]:
     return {**BUILTIN_ORDER, **dict(study.memory_order or {})}
 
 
-def record(study: Study, candidate: Candidate, reason: str, path: Path) -> None:
-    """Note in the record file `path` (`memory_file`) that `candidate` did not fit (why: `reason`)."""
+def record(study: Study, candidate: Candidate, reason: str, path: Path, *, uncached: bool = False) -> None:
+    """Note in the record file `path` (`memory_file`) that `candidate` did not fit (why: `reason`);
+    `uncached`: no trace-cache entry holds that verdict (see the module docstring)."""
     row = {
         "config": _layout(study, candidate),
         "dp": candidate.dp, "gpu": candidate.cluster.gpu,
         "gpu_memory_bytes": candidate.cluster.gpu_spec.total_memory_bytes, "reason": reason,
+        "uncached": uncached,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
@@ -100,7 +104,7 @@ def dominates(row: Mapping[str, Any], layout: Mapping[str, Any], candidate: Cand
     if set(layout) != set(row["config"]):
         return False
     if candidate.dp == row["dp"] and candidate.cluster.gpu == row["gpu"] and layout == row["config"]:
-        return False  # the same configuration (another price): the trace cache has its own verdict
+        return bool(row.get("uncached"))  # the same configuration (another price): the trace cache's verdict, if it has one
     return all(_at_least(layout[name], theirs, order[name]) if name in order else layout[name] == theirs
                for name, theirs in row["config"].items())
 

@@ -3,10 +3,11 @@
 from maya.world.world_emulation import (
     ActorDiedError,
     DedupMismatchError,
+    RankCheckStop,
     RankFailedError,
     TooManyRankClassesError,
     WorldEmulation,
     emulate_world,
 )
 
-__all__ = ["ActorDiedError", "DedupMismatchError", "RankFailedError", "TooManyRankClassesError", "WorldEmulation", "emulate_world"]
+__all__ = ["ActorDiedError", "DedupMismatchError", "RankCheckStop", "RankFailedError", "TooManyRankClassesError", "WorldEmulation", "emulate_world"]

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maya.world.rank_emulation import RankResult
 from maya.world.rank_classes import (
     Family,
     classes,
@@ -31,6 +30,7 @@ from maya.world.rank_classes import (
     probe_rank,
     trace_fingerprint,
 )
+from maya.world.rank_emulation import RankResult
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,20 @@ class DedupMismatchError(RuntimeError):
 
 class TooManyRankClassesError(RuntimeError):
     """Deduplication left more rank classes than the caller allows (`max_rank_classes`)."""
+
+
+class RankCheckStop(RuntimeError):
+    """The caller's `after_rank` check ended the emulation after one rank (a tuning trial that
+    already knows the configuration does not fit); no trace is written."""
+
+    def __init__(self, reason: str, result: RankResult) -> None:
+        super().__init__(f"stopped after rank {result.rank}: {reason}")
+        self.reason = reason
+        self.result = result
+
+
+RankCheck = Callable[[RankResult], "str | None"]
+"""Called with every emulated rank's result; a returned reason ends the emulation (`RankCheckStop`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,26 +101,39 @@ class _InProcessRunner:
     """Runs rank emulations one after another in this process (a Ray Tune trial's warm worker)."""
 
     def __init__(self, script: str, args: list[str], gpu: str, world_size: int, local_world_size: int,
-                 progress: Callable[[str], None]) -> None:
+                 progress: Callable[[str], None], after_rank: RankCheck | None = None,
+                 first_ranks: Sequence[int] = ()) -> None:
         self.call = (script, list(args), gpu)
         self.world_size = world_size
         self.local_world_size = local_world_size
         self.progress = progress
+        self.after_rank = after_rank
+        self.first_ranks = {rank: i for i, rank in enumerate(first_ranks)}
+
+    def ordered(self, ranks: Iterable[int]) -> list[int]:
+        """`ranks` without repeats: those of `first_ranks` first, in its order, then the rest ascending."""
+        return sorted(set(ranks), key=lambda r: (self.first_ranks.get(r, len(self.first_ranks)), r))
+
+    def finished(self, result: RankResult) -> RankResult:
+        """Check one emulated rank: its script's exit, then the caller's `after_rank`."""
+        if result.exit_code != 0:
+            raise RankFailedError(result)
+        self.progress(f"  rank {result.rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
+        reason = self.after_rank(result) if self.after_rank is not None else None
+        if reason is not None:
+            raise RankCheckStop(reason, result)
+        return result
 
     def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
         from maya.world.rank_emulation import emulate_rank
 
-        ranks = sorted(set(ranks))
+        ranks = self.ordered(ranks)
         if ranks:
             self.progress(f"emulating {what} in this process: rank(s) {_short(ranks)}")
         results: dict[int, RankResult] = {}
         script, args, gpu = self.call
         for rank in ranks:
-            result = emulate_rank(script, args, gpu, rank, self.world_size, self.local_world_size)
-            if result.exit_code != 0:
-                raise RankFailedError(result)
-            self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
-            results[rank] = result
+            results[rank] = self.finished(emulate_rank(script, args, gpu, rank, self.world_size, self.local_world_size))
         return results
 
 
@@ -123,7 +150,7 @@ class _RankRunner(_InProcessRunner):
         import ray
         from ray.exceptions import WorkerCrashedError
 
-        ranks = sorted(set(ranks))
+        ranks = self.ordered(ranks)
         if not ranks:
             return {}
         self.progress(f"emulating {what}: rank(s) {_short(ranks)}")
@@ -140,10 +167,7 @@ class _RankRunner(_InProcessRunner):
                     raise ActorDiedError(
                         f"rank {rank}: the emulation process died, was restarted once and died again ({e})"
                     ) from None
-                if result.exit_code != 0:
-                    raise RankFailedError(result)
-                self.progress(f"  rank {rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
-                results[rank] = result
+                results[rank] = self.finished(result)
         finally:
             for ref in pending:  # a failed rank ends the world: stop the others
                 ray.cancel(ref, force=True)
@@ -163,6 +187,8 @@ def emulate_world(
     variant_families: Sequence[int] | None = None,
     in_process: bool = False,
     max_rank_classes: int | None = None,
+    after_rank: RankCheck | None = None,
+    first_ranks: Sequence[int] = (),
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -182,18 +208,25 @@ def emulate_world(
             (no Ray needed): what a tuning trial does, whose warm process is its CPU.
         max_rank_classes: fail before emulating the class representatives when there are more
             classes than this (a tuning trial's bound on its time); None: no limit.
+        after_rank: called with each emulated rank's result (rank 0, probes, representatives);
+            a returned reason ends the emulation with `RankCheckStop` (a tuning trial's bound on
+            memory, `maya.tune.rank_memory_check`).
+        first_ranks: ranks to emulate before the others of their phase, in this order (those most
+            likely to make `after_rank` stop); the rest go in ascending order.
 
     Raises:
         RankFailedError: the script failed on a rank (its traceback and rank are in the message).
         ActorDiedError: an emulation process died twice.
         DedupMismatchError: `verify_dedup` found two members of a class with different traces.
         TooManyRankClassesError: more rank classes than `max_rank_classes`.
+        RankCheckStop: `after_rank` returned a reason.
     """
     progress = progress or log.info
     if not in_process:
         ensure_ray()
     runner = _InProcessRunner if in_process else _RankRunner
-    pool = runner(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress)
+    pool = runner(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress,
+                  after_rank, first_ranks)
     if not dedup:
         results = pool.run(range(world_size), "every rank")
         return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})
