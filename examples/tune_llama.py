@@ -41,9 +41,9 @@ search_space = {
     "checkpoint": tune.choice(["none", "nonreentrant"]),
 }
 
-# The 80 blocks are identical: emulate two shallow copies (2 and 3 blocks per pipeline stage) and
-# extrapolate to 80 (maya/tune/depth_extrapolation.py). Every stage needs whole blocks, two stages
-# per rank with the interleaved schedule.
+# The 80 blocks are identical: emulate two shallow copies (3 and 4 blocks per pipeline stage; all 80
+# when 7 per stage are not fewer) and extrapolate to 80 (maya/tune/depth_extrapolation.py). Every
+# stage needs whole blocks, two stages per rank with the interleaved schedule.
 depth_flag = "--layers"
 
 

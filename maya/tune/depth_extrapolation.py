@@ -33,12 +33,20 @@ from typing import Any
 
 from maya.tune.study import Study
 
-DEPTH_MULTIPLES: tuple[tuple[int, int], ...] = ((2, 3), (1, 2))
+DEPTH_MULTIPLES: tuple[tuple[int, int], ...] = ((3, 4),)
 """The emulated depths as multiples of the depth unit, in order of preference: the first pair whose
-sum is below the full depth. benchmarks/depth_extrapolation.py on a small GPT (24 blocks): (1, 2)
-predicted the step time within 0.1% but the allocated peak 1.4-2.2% high; (2, 3) within 0.4% for
-both. (1, 2) serves deep pipelines, whose unit is large (80 blocks over 16 stages: 2 + 3 blocks per
-stage are already 80)."""
+sum is below the full depth; with none, the full depth is emulated.
+
+Each memory part is a maximum over the iteration, and the extrapolation is right only when its peak
+sits at the same kind of place at both depths. benchmarks/depth_peak_steady.py (results in
+benchmarks/results/depth_peak_steady.json), on the Llama-70B-class study's tp 1 FSDP configuration
+of micro-batch 2 over 256 H100s: with 1 and 2 blocks the peak is the loss's backward (the logits'
+gradient), from 3 blocks on the backward of the second-to-last block, a step of 1.2 GiB between 2
+and 3 blocks; extrapolated from (2, 3) the 80-block peak came out 106 GiB, over the H100, where the
+80-block emulation needs 25.2 GiB; from (3, 4) 0.1% high (from (1, 2) 4.4% low). The pairs (2, 3) and (1, 2) were used
+before (benchmarks/depth_extrapolation.py on a small GPT, 24 blocks: (1, 2) put the allocated peak
+1.4-2.2% high, (2, 3) within 0.4%), and (1, 2) served deep pipelines; now a configuration whose unit
+is too large for (3, 4) (80 blocks over 16 stages) emulates all of its blocks."""
 
 
 def depth_unit(study: Study, config: Mapping[str, Any]) -> int:
@@ -56,8 +64,8 @@ def depth_unit(study: Study, config: Mapping[str, Any]) -> int:
 def depth_counts(study: Study, config: Mapping[str, Any]) -> tuple[int, int] | None:
     """The two depths to emulate for a resolved configuration, or None to emulate the full depth.
 
-    None when the study has no `depth_flag`, or when L1 + L2 is not below the full depth (two small
-    emulations would cost as much as the full one).
+    None when the study has no `depth_flag`, or when L1 + L2 is not below the full depth for any
+    pair of DEPTH_MULTIPLES (two small emulations would cost as much as the full one).
     """
     full = study.full_depth
     if full is None:
