@@ -7,6 +7,7 @@ and the wall time of an emulation. The target (issue 7) is 1,000 configurations 
 within 30 minutes on the 2-core machine.
 
     python benchmarks/tune_throughput.py                                   # 30 minutes, 1,000 trials
+    python benchmarks/tune_throughput.py --num-samples 3000                # as many trials as 30 minutes allow
     python benchmarks/tune_throughput.py --minutes 5 --json benchmarks/results/tune_throughput.json
     python benchmarks/tune_throughput.py --config examples/tune_gpt.py --minutes 10
 """
@@ -58,6 +59,10 @@ def main() -> None:
         "wall_s": round(wall_s, 1),
         "trials_finished": int(len(table)),
         "trials_per_minute": round(len(table) / (wall_s / 60), 2),
+        # HyperOpt samples some configurations more than once (served by the trace cache): count each once too.
+        "distinct_configurations": _distinct(table, study),
+        "distinct_evaluated_not_pruned": _distinct(evaluated, study),
+        "distinct_fits": _distinct(table[table["status"] == "ok"], study),
         "by_status": results.counts,
         "pruned": int((table["status"] == "pruned").sum()),
         "evaluated_not_pruned": int(len(evaluated)),
@@ -76,6 +81,12 @@ def main() -> None:
     print(json.dumps(figures, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def _distinct(table, study) -> int:
+    """Configurations in `table` counted once each (the searched values, the cluster and the node count)."""
+    columns = [c for c in (*study.search_space, "cluster", "nodes") if c in table.columns]
+    return int(len(table[columns].astype(str).drop_duplicates()))
 
 
 def _commit() -> str | None:
