@@ -84,9 +84,13 @@ def main() -> None:
 
 
 def _distinct(table, study) -> int:
-    """Configurations in `table` counted once each (the searched values, the cluster and the node count)."""
+    """Configurations in `table` counted once each (the searched values, the cluster and the node count;
+    without a pipeline, the schedule means nothing and is left out, as the trace cache does)."""
     columns = [c for c in (*study.search_space, "cluster", "nodes") if c in table.columns]
-    return int(len(table[columns].astype(str).drop_duplicates()))
+    values = table[columns].astype(str)
+    if "pp_schedule" in values and "pp" in table:
+        values.loc[table["pp"] == 1, "pp_schedule"] = "-"
+    return int(len(values.drop_duplicates()))
 
 
 def _commit() -> str | None:
