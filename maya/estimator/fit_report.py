@@ -50,6 +50,12 @@ class FamilyFit:
     """Held-out sum(|predicted - measured|) / sum(measured): error weighted by time, as a fraction."""
     roofline_time_weighted_error: float | None
     """The roofline model's time-weighted error on the same held-out rows, for comparison."""
+    depth: int | None = None
+    """CatBoost tree depth of the model (None in reports written before it was recorded)."""
+    loss_function: str | None = None
+    """CatBoost loss the model was fitted with (`RMSE`, `MAE`)."""
+    iterations: int | None = None
+    """Boosting iterations of the model."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.holdout_rows <= self.rows:

@@ -32,6 +32,20 @@ def test_report_round_trips_and_records_provenance(fitted):
     assert raw["gpu"] == "h200" and raw["seed"] == 0 and raw["catboost_version"]
     assert raw["families"]["gemm"]["features"][0] == "op"
     assert FitReport.load(models_dir) == report
+    # Each family's settings (maya/estimator/fit.py: GEMM deeper, with MAE; the others depth 6, RMSE).
+    gemm, softmax = raw["families"]["gemm"], raw["families"]["softmax"]
+    assert (gemm["depth"], gemm["loss_function"]) == (8, "MAE") and gemm["iterations"] == 2 * softmax["iterations"]
+    assert (softmax["depth"], softmax["loss_function"]) == (6, "RMSE")
+
+
+def test_a_report_without_model_settings_still_loads(fitted, tmp_path):
+    models_dir, report = fitted
+    raw = json.loads((models_dir / "fit_report.json").read_text())
+    for fit in raw["families"].values():
+        for key in ("depth", "loss_function", "iterations"):
+            del fit[key]
+    (tmp_path / "fit_report.json").write_text(json.dumps(raw))
+    assert FitReport.load(tmp_path).families["gemm"].depth is None
 
 
 def test_fit_is_deterministic(profile_dir, tmp_path, profiles):
