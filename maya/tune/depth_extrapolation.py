@@ -45,7 +45,8 @@ gradient), from 3 blocks on the backward of the second-to-last block, a step of 
 and 3 blocks; extrapolated from (2, 3) the 80-block peak came out 106 GiB, over the H100, where the
 80-block emulation needs 25.2 GiB; from (3, 4) 0.1% high (from (1, 2) 4.4% low). The pairs (2, 3) and (1, 2) were used
 before (benchmarks/depth_extrapolation.py on a small GPT, 24 blocks: (1, 2) put the allocated peak
-1.4-2.2% high, (2, 3) within 0.4%), and (1, 2) served deep pipelines; now a configuration whose unit
+1.4-2.2% high, (2, 3) within 0.4%, (3, 4) within 1.6%: benchmarks/results/depth_extrapolation_34.json),
+and (1, 2) served deep pipelines; now a configuration whose unit
 is too large for (3, 4) (80 blocks over 16 stages) emulates all of its blocks."""
 
 
