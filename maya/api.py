@@ -175,7 +175,7 @@ def _emulate_world(
         **prediction.summary_extra(),
         "rank_classes": [{"representative": r, "ranks": len(m), "members": _ranges(m)} for r, m in sorted(members.items())],
         "peak_allocated_bytes_per_representative": {
-            str(r): max((s.peak_allocated_bytes for s in world.results[r].iterations), default=0) for r in reps
+            str(r): world.results[r].peak_allocated_bytes for r in reps
         },
         "emulation_s": {str(r): round(res.emulation_s, 2) for r, res in sorted(world.results.items())},
     }

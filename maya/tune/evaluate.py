@@ -265,7 +265,8 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
                           max_rank_classes=study.max_rank_classes, after_rank=after_rank, first_ranks=first_ranks)
     except RankCheckStop as e:
         shutil.rmtree(trace_dir, ignore_errors=True)  # not a complete emulation of the key
-        return _over_memory(e.reason, after_rank.peaks or _rank_peaks(e.result)) | {"stopped_at_rank": e.result.rank}, None, CacheUse.MISS
+        # only a RankMemoryCheck stops an emulation here, and it keeps the bound that stopped it
+        return _over_memory(e.reason, after_rank.peaks) | {"stopped_at_rank": e.result.rank}, None, CacheUse.MISS
     except TooManyRankClassesError as e:  # decided by the layout alone: every configuration of this key fails so
         recorded = {"status": TrialStatus.FAILED.value, "reason": f"{type(e).__name__}: {e}",
                     "error": traceback.format_exc()}
@@ -280,12 +281,6 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     figures["emulate_s"] = emulate_s
     cache.write_figures(key, sim_key, figures, inputs)
     return None, figures, CacheUse.MISS
-
-
-def _rank_peaks(result) -> dict:
-    """The allocator peaks of one emulated rank (`maya.world.rank_emulation.RankResult`)."""
-    return {"peak_allocated_bytes": max((it.peak_allocated_bytes for it in result.iterations), default=0),
-            "peak_reserved_bytes": max((it.peak_reserved_bytes for it in result.iterations), default=0)}
 
 
 def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,

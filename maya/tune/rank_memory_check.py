@@ -70,8 +70,7 @@ class RankMemoryCheck:
         segments[self.corner] = table_memory_segments(result.table)
         bound, where = memory_bound(segments, depths=self.depths, accums=self.accums, full_depth=self.full_depth,
                                     accum=self.accum)
-        allocated = max((it.peak_allocated_bytes for it in result.iterations), default=0)
-        reserved = max((it.peak_reserved_bytes for it in result.iterations), default=0)
+        allocated, reserved = result.peak_allocated_bytes, result.peak_reserved_bytes
         bound_reserved = round(bound * (reserved / allocated if allocated else 1.0))
         reason = self.over_capacity(bound_reserved, f"{where} (rank {result.rank})")
         if reason is not None:

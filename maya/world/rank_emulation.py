@@ -32,6 +32,16 @@ class RankResult:
     pid: int = 0
     """The worker process that emulated it (workers are reused between emulations)."""
 
+    @property
+    def peak_allocated_bytes(self) -> int:
+        """The rank's allocator peak over its iterations, bytes."""
+        return max((it.peak_allocated_bytes for it in self.iterations), default=0)
+
+    @property
+    def peak_reserved_bytes(self) -> int:
+        """The rank's reserved-memory peak over its iterations, bytes."""
+        return max((it.peak_reserved_bytes for it in self.iterations), default=0)
+
 
 def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: int, local_world_size: int) -> RankResult:
     """Run `script` as `rank` of the world on the emulated `gpu` (in this process)."""
