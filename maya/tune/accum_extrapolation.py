@@ -107,7 +107,8 @@ def table_memory_segments(table) -> list[int]:
     return peaks
 
 
-def _affine(v1: float, v2: float, a1: int, a2: int, accum: int) -> float:
+def affine(v1: float, v2: float, a1: int, a2: int, accum: int) -> float:
+    """The value at `accum` of the line through (a1, v1) and (a2, v2)."""
     return v2 + (accum - a2) * (v2 - v1) / (a2 - a1)
 
 
@@ -130,23 +131,23 @@ def extrapolate_figures(figures: Mapping[int, Mapping[str, Any]], target: int, *
     (a1, f1), (a2, f2) = sorted(figures.items())
     derived = dict(f2)
     derived.pop("emulate_s", None)
-    derived["iteration_ms"] = [_affine(x, y, a1, a2, target) for x, y in zip(f1["iteration_ms"], f2["iteration_ms"])]
+    derived["iteration_ms"] = [affine(x, y, a1, a2, target) for x, y in zip(f1["iteration_ms"], f2["iteration_ms"])]
     if f1["step_time_ms"] is not None and f2["step_time_ms"] is not None:
-        derived["step_time_ms"] = _affine(f1["step_time_ms"], f2["step_time_ms"], a1, a2, target)
+        derived["step_time_ms"] = affine(f1["step_time_ms"], f2["step_time_ms"], a1, a2, target)
     s1, s2 = (f.get("memory_segments") or {} for f in (f1, f2))
     segments = {
-        rank: [round(_affine(x, y, a1, a2, target)) for x, y in zip(s1[rank], s2[rank])] for rank in s2 if rank in s1
+        rank: [round(affine(x, y, a1, a2, target)) for x, y in zip(s1[rank], s2[rank])] for rank in s2 if rank in s1
     }
     derived["memory_segments"] = segments
     # The peak: the largest extrapolated part of the rank f2 reports; the whole peak without parts.
     rank = str(f2.get("memory_rank"))
     derived["peak_allocated_bytes"] = max(segments[rank]) if rank in segments else round(
-        _affine(f1["peak_allocated_bytes"], f2["peak_allocated_bytes"], a1, a2, target))
+        affine(f1["peak_allocated_bytes"], f2["peak_allocated_bytes"], a1, a2, target))
     ratio = f2["peak_reserved_bytes"] / f2["peak_allocated_bytes"] if f2["peak_allocated_bytes"] else 1.0
     derived["peak_reserved_bytes"] = round(derived["peak_allocated_bytes"] * ratio)
     breakdown1, breakdown2 = f1.get("breakdown_ms") or {}, f2.get("breakdown_ms") or {}
     derived["breakdown_ms"] = {
-        k: max(0.0, _affine(breakdown1.get(k, 0.0), v, a1, a2, target)) for k, v in breakdown2.items()
+        k: max(0.0, affine(breakdown1.get(k, 0.0), v, a1, a2, target)) for k, v in breakdown2.items()
         if isinstance(v, (int, float))
     }
     derived[f"{axis}_emulated"] = [a1, a2]

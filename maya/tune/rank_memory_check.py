@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from maya.tune.accum_extrapolation import table_memory_segments
+from maya.tune.accum_extrapolation import affine, table_memory_segments
 
 Corner = tuple[int | None, int | None]
 """(depth, accum) of one emulated point; None on an axis that is not extrapolated."""
@@ -89,7 +89,7 @@ def memory_bound(
     bounds = [(max(s), _at(c)) for c, s in segments.items()]
 
     def along(s1, s2, x1, x2, target):
-        return [round(y2 + (target - x2) * (y2 - y1) / (x2 - x1)) for y1, y2 in zip(s1, s2)]
+        return [round(affine(y1, y2, x1, x2, target)) for y1, y2 in zip(s1, s2)]
 
     deep = many = None
     if depths and (d1, a1) in segments and (d2, a1) in segments:
