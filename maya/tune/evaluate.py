@@ -277,7 +277,7 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
         recorded = _script_end(summary, candidate)
         cache.write_outcome(key, recorded, inputs)
         return recorded, None, CacheUse.MISS
-    figures = figures_from_summary(summary, trace_dir)
+    figures = figures_from_summary(summary, trace_dir, after_rank.segments if after_rank is not None else None)
     figures["emulate_s"] = emulate_s
     cache.write_figures(key, sim_key, figures, inputs)
     return None, figures, CacheUse.MISS
@@ -342,9 +342,10 @@ def steady_step_ms(iteration_ms: list[float]) -> float | None:
     return statistics.median(iteration_ms[1:] if len(iteration_ms) > 1 else iteration_ms)
 
 
-def figures_from_summary(summary, trace_dir: Path) -> dict:
+def figures_from_summary(summary, trace_dir: Path, segments: dict[str, list[int]] | None = None) -> dict:
     """The cached figures of a finished `EmulationSummary`, with the peak's parts for extrapolation
-    (`maya.tune.accum_extrapolation.memory_segments` of every emulated rank, and the rank the peak is of)."""
+    (`maya.tune.accum_extrapolation.memory_segments` of every emulated rank, and the rank the peak is of);
+    `segments`: those parts where already computed (a `RankMemoryCheck`'s), else read from the traces."""
     from maya.trace.store import read_meta
 
     iteration_ms = [it.time_ms for it in summary.iterations if it.time_ms is not None]
@@ -353,7 +354,9 @@ def figures_from_summary(summary, trace_dir: Path) -> dict:
     representative = meta.get("rank_to_representative") or {}
     slowest = extra.get("slowest_rank", summary.emulated_ranks[0])
     return {
-        "memory_segments": memory_segments(trace_dir, summary.emulated_ranks),
+        "memory_segments": ({str(r): segments[str(r)] for r in summary.emulated_ranks}
+                            if segments and all(str(r) in segments for r in summary.emulated_ranks)
+                            else memory_segments(trace_dir, summary.emulated_ranks)),
         "memory_rank": int(representative.get(str(slowest), slowest)),
         "variant_families": meta.get("variant_families"),
         "iteration_ms": iteration_ms,

@@ -62,12 +62,15 @@ class RankMemoryCheck:
         self.over_capacity = over_capacity
         self.peaks: dict[str, int] | None = None
         """{"peak_allocated_bytes", "peak_reserved_bytes"} of the bound that stopped the emulation."""
+        self.segments: dict[str, list[int]] = {}
+        """Memory parts of every rank checked so far, keyed str(rank) (`memory_segments`' form): the
+        corner's figures take them from here instead of reading the traces back."""
 
     def __call__(self, result) -> str | None:
         rank = str(result.rank)
         segments = {c: f["memory_segments"][rank] for c, f in self.prior.items()
                     if rank in (f.get("memory_segments") or {})}
-        segments[self.corner] = table_memory_segments(result.table)
+        segments[self.corner] = self.segments[rank] = table_memory_segments(result.table)
         bound, where = memory_bound(segments, depths=self.depths, accums=self.accums, full_depth=self.full_depth,
                                     accum=self.accum)
         allocated, reserved = result.peak_allocated_bytes, result.peak_reserved_bytes
