@@ -10,6 +10,7 @@ within 30 minutes on the 2-core machine.
     python benchmarks/tune_throughput.py --num-samples 3000                # as many trials as 30 minutes allow
     python benchmarks/tune_throughput.py --minutes 5 --json benchmarks/results/tune_throughput.json
     python benchmarks/tune_throughput.py --config examples/tune_gpt.py --minutes 10
+    python benchmarks/tune_throughput.py --trials benchmarks/results/tune_throughput_llama_depth34_trials.csv
 """
 
 import argparse
@@ -32,7 +33,16 @@ def main() -> None:
     p.add_argument("--out", help="study output directory (default: a new temporary one)")
     p.add_argument("--json", metavar="PATH", help="write the measured figures here")
     p.add_argument("--note", default="", help="what else ran on the machine, kept in the JSON")
+    p.add_argument("--trials", metavar="CSV", help="no study: print the figures of a recorded results table "
+                   "(e.g. benchmarks/results/tune_throughput_llama_depth34_trials.csv)")
     args = p.parse_args()
+    if args.trials:
+        import pandas as pd
+
+        from maya.tune import load_study
+
+        print(json.dumps(table_figures(pd.read_csv(args.trials), load_study(args.config)), indent=2))
+        return
 
     import ray
 
@@ -48,8 +58,6 @@ def main() -> None:
     results = run_study(study, out)
     wall_s = time.perf_counter() - started
     table = results.table
-    evaluated = table[table["status"] != "pruned"]
-    emulated = table[table["cache"] == "miss"]
     figures = {
         "command": f"python benchmarks/tune_throughput.py --config {os.path.relpath(args.config, ROOT)} "
                    f"--minutes {args.minutes} --num-samples {args.num_samples}",
@@ -59,19 +67,9 @@ def main() -> None:
         "wall_s": round(wall_s, 1),
         "trials_finished": int(len(table)),
         "trials_per_minute": round(len(table) / (wall_s / 60), 2),
-        # HyperOpt samples some configurations more than once (served by the trace cache): count each once too.
-        "distinct_configurations": _distinct(table, study),
-        "distinct_evaluated_not_pruned": _distinct(evaluated, study),
-        "distinct_fits": _distinct(table[table["status"] == "ok"], study),
+        **table_figures(table, study),
         "by_status": results.counts,
-        "pruned": int((table["status"] == "pruned").sum()),
-        "evaluated_not_pruned": int(len(evaluated)),
-        "emulations": int(len(emulated)),
-        "memory_dominated": int((table["cache"] == "dominated").sum()),
-        "extrapolated": int((table["accum_emulated"].notna() | table["reason"].fillna("").str.contains("to extrapolate")).sum()),
-        "fits": int((table["status"] == "ok").sum()),
         "cache_hit_rate": results.cache_hit_rate,
-        "median_emulation_trial_s": float(emulated["evaluate_s"].median()) if len(emulated) else None,
         "best": results.best_config,
         "ray_cpus": cpus,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
@@ -81,6 +79,33 @@ def main() -> None:
     print(json.dumps(figures, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def table_figures(table, study) -> dict:
+    """What a study's results table says about where its trials went (also for a committed trials
+    CSV: `--trials`)."""
+    evaluated = table[table["status"] != "pruned"]
+    emulated = table[table["cache"] == "miss"]
+    infeasible_emulated = emulated[emulated["status"] == "infeasible"]
+    reasons = table["reason"].fillna("")
+    return {
+        # HyperOpt samples some configurations more than once (served by the trace cache): count each once too.
+        "distinct_configurations": _distinct(table, study),
+        "distinct_evaluated_not_pruned": _distinct(evaluated, study),
+        "distinct_fits": _distinct(table[table["status"] == "ok"], study),
+        "pruned": int((table["status"] == "pruned").sum()),
+        "evaluated_not_pruned": int(len(evaluated)),
+        "emulations": int(len(emulated)),
+        "memory_dominated": int((table["cache"] == "dominated").sum()),
+        "extrapolated": int((table["accum_emulated"].notna() | reasons.str.contains("to extrapolate")).sum()),
+        "fits": int((table["status"] == "ok").sum()),
+        "median_emulation_trial_s": float(emulated["evaluate_s"].median()) if len(emulated) else None,
+        "trial_s": round(float(table["evaluate_s"].fillna(0).sum()), 1),
+        "infeasible_emulated": int(len(infeasible_emulated)),
+        "infeasible_emulated_trial_s": round(float(infeasible_emulated["evaluate_s"].sum()), 1),
+        # a rank memory check's reason ends "... (rank N) > max_memory_fraction=..." (maya/tune/rank_memory_check.py)
+        "stopped_by_rank_check": int(infeasible_emulated["reason"].fillna("").str.contains(r"\(rank \d+\) >").sum()),
+    }
 
 
 def _distinct(table, study) -> int:

@@ -4,8 +4,9 @@ A configuration extrapolated from small emulations (`maya.tune.evaluate._extrapo
 and/or two micro-batch counts, up to four corners) used to learn that it does not fit only between
 corners, from the rank the summary reports. In a study of a 70B-class model most pipelined
 configurations do not fit, and each corner emulates every pipeline stage, one after another
-(benchmarks/results/tune_throughput_llama_three_corners_rerun.json: emulated infeasible
-configurations took 2,651 of 3,569 trial-seconds). Here every rank is checked as soon as it is
+(emulated infeasible configurations took 2,651 of 3,569 trial-seconds of
+benchmarks/results/tune_throughput_llama_three_corners_rerun_trials.csv: `python
+benchmarks/tune_throughput.py --trials` on it). Here every rank is checked as soon as it is
 emulated, against the corners already emulated *for that rank*, and the corner's emulation stops
 (`maya.world.RankCheckStop`) at the first rank whose memory, bounded from below, exceeds the GPU:
 
