@@ -227,13 +227,14 @@ def fit_models(
                            categorical=categorical)
         model.fit(x, y)
         save_model(model, out / f"{family}{MODEL_SUFFIX}")
+        params = model.get_params()
         fits[family] = FamilyFit(
             family=family, rows=len(rows), signatures=len(np.unique(keys[rows])), holdout_rows=int(held.sum()),
             holdout_signatures=len(np.unique(keys[rows][held])), features=tuple(names),
             categorical_features=tuple(categorical),
             ops=tuple(sorted(set(profiles.column("op").take(pa.array(rows)).to_pylist()))),
-            roofline_time_weighted_error=roofline_error, depth=model.get_params()["depth"],
-            loss_function=model.get_params()["loss_function"], iterations=model.get_params()["iterations"], **metrics,
+            roofline_time_weighted_error=roofline_error, depth=params["depth"], loss_function=params["loss_function"],
+            iterations=params["iterations"], **metrics,
         )
         logger.info("fitted %s on %d rows; held-out time-weighted error %s", family, len(rows),
                     metrics["time_weighted_error"])
