@@ -2,6 +2,8 @@
 
     python benchmarks/fit_choices.py --family sdpa --new sdpa_draws.parquet --settings shallow,shipped
     python benchmarks/fit_choices.py --family gemm --new gemm_draws.parquet --settings rmse,shipped
+    python benchmarks/fit_choices.py --family conv --fractions 0.25,0.5,1
+
 
 How the choices in maya/estimator/fit.py (`DEEP_FAMILIES`, `LOSS_BY_FAMILY`) and new random draws
 were decided without the held-out set of benchmarks/estimator_accuracy.py. The *before* rows are the
@@ -11,6 +13,9 @@ Each setting is fitted on the rest (the before rows alone, then with the new row
 signature) and scored on those held-out signatures: median |error|, time-weighted error, and the
 signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` uses for the family),
 `rmse` (shipped with RMSE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE).
+`--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
+curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
+`--new` may then be left out.
 Runs on a CPU (CatBoost, 2 threads); a GEMM fit of 80,000 rows takes about two minutes on 2 cores.
 """
 
@@ -45,10 +50,21 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
     return catboost.CatBoostRegressor(**variants[name])
 
 
+def _subsample(keys: np.ndarray, fraction: float) -> np.ndarray:
+    """Rows whose signature falls in a seeded `fraction` of all signatures (every row when it is 1)."""
+    if fraction >= 1:
+        return np.ones(len(keys), dtype=bool)
+    from maya.estimator.fit import holdout_mask
+
+    return holdout_mask(keys, fraction, 1)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--family", required=True)
-    p.add_argument("--new", required=True, nargs="+", help="file names in --profiles whose rows are the new ones")
+    p.add_argument("--new", nargs="*", default=[], help="file names in --profiles whose rows are the new ones")
+    p.add_argument("--fractions", default="1",
+                   help="comma-separated fractions of the before rows' training signatures to fit on (default 1)")
     p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, shallow")
     p.add_argument("--profiles", type=Path, default=PROFILES)
     args = p.parse_args()
@@ -80,11 +96,18 @@ def main() -> None:
     held_keys = keys[~is_new][holdout_mask(keys[~is_new], 0.2, 0)]
     held = np.isin(keys, held_keys)
     test = held & ~is_new
-    print(f"{args.family}: {int((~is_new).sum())} rows before, {int(is_new.sum())} new ({', '.join(args.new)}); "
+    fractions = sorted({float(f) for f in args.fractions.split(",")})
+    if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
+        sys.exit(f"--fractions must lie in (0, 1]: {args.fractions}")
+    runs = [(f"before, {fraction:g} of it" if fraction < 1 else "before",
+             ~held & ~is_new & _subsample(keys, fraction)) for fraction in fractions]
+    if args.new:
+        runs.append(("before + new", ~held))
+    print(f"{args.family}: {int((~is_new).sum())} rows before, {int(is_new.sum())} new ({', '.join(args.new) or 'none'}); "
           f"scored on {int(test.sum())} held-out rows of the rows before")
     print("| rows trained on | setting | median abs error | time-weighted error | signed median error, ops < 10 us |")
     print("|---|---|---:|---:|---:|")
-    for label, train in (("before", ~held & ~is_new), ("before + new", ~held)):
+    for label, train in runs:
         for name in args.settings.split(","):
             model = settings(catboost, args.family, name, categorical)
             model.fit(x[train], y[train])
