@@ -70,6 +70,8 @@ def main() -> None:
         **table_figures(table, study),
         "by_status": results.counts,
         "cache_hit_rate": results.cache_hit_rate,
+        # HyperOpt's repeated proposals, answered by the searcher without a trial (maya/tune/pruning_searcher.py)
+        "searcher": results.searcher,
         "best": results.best_config,
         "ray_cpus": cpus,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",

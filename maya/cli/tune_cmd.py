@@ -80,6 +80,10 @@ def report(results, study, out: Path, config: str) -> str:
     rate = results.cache_hit_rate
     if rate is not None:
         lines.append(f"  trace cache: {rate:.0%} of evaluated configurations were not emulated again")
+    repeats = results.searcher.get("repeats_answered")
+    if repeats:
+        lines.append(f"  search: {repeats} repeated proposals answered from earlier trials without a trial"
+                     + ("; every configuration of the space was tried" if results.searcher.get("space_exhausted") else ""))
     if results.unfinished_trials:
         lines.append(f"  interrupted with {results.unfinished_trials} trials to go: "
                      f"`maya tune {config} --out {out} --resume` continues it")

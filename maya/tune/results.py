@@ -39,6 +39,9 @@ class TuneResults:
     """Files written for the study (`results_parquet`, `results_csv`, `best_json`, `timeline`, `plot`, ...)."""
     unfinished_trials: int = 0
     """Trials of the study that have not finished (it was interrupted: resume it to run them)."""
+    searcher: dict[str, Any] = field(default_factory=dict)
+    """HyperOpt studies: the searcher's counts (`maya.tune.pruning_searcher.SEARCHER_STATS`): proposals,
+    repeats answered without a trial, configurations drawn after repeats, whether the space ran out."""
 
     @property
     def best(self) -> dict | None:

@@ -64,11 +64,16 @@ def run_study(
         raise FileExistsError(f"{out} already holds a study: resume it, or choose another output directory")
     import ray
     from ray import tune
-
     from ray.tune.search import Searcher
 
     from maya.tune.progress import ProgressCallback, log_line
-    from maya.tune.pruning_searcher import PRUNED_LOG, PruningSearcher, read_pruned
+    from maya.tune.pruning_searcher import (
+        PRUNED_LOG,
+        SEARCHER_STATS,
+        PruningSearcher,
+        read_pruned,
+        read_searcher_stats,
+    )
     from maya.tune.trainable import run_trial
     from maya.tune.trial_resources import max_concurrent_trials, trial_resources
 
@@ -118,7 +123,9 @@ def run_study(
     from maya.tune.report import write_report
 
     files = write_report(results, out, top_k=study.top_k, timeline=timeline, title=f"{study.name}: {study.objective}")
-    return replace(results, files=files, unfinished_trials=max(0, total - len(results.table)))
+    searcher = read_searcher_stats(out / SEARCHER_STATS)
+    unfinished = 0 if searcher.get("space_exhausted") else max(0, total - len(results.table))
+    return replace(results, files=files, unfinished_trials=unfinished, searcher=searcher)
 
 
 def collect(grid, dimensions: list[str], objective: str, pruned: list[dict] = ()) -> TuneResults:

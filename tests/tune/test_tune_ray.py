@@ -1,14 +1,13 @@
-"""`maya.tune` on a real local Ray: every trial outcome, the result files, HyperOpt with cache hits."""
+"""`maya.tune` on a real local Ray: every trial outcome, the result files, HyperOpt trying each configuration once with cache hits."""
 
 import json
 
 import pandas as pd
 import pytest
+from conftest import TINY_SCRIPT
 
 import maya
 from maya.tune.results import TuneResults
-
-from conftest import TINY_SCRIPT
 
 CLUSTER = {"preset": "dgx-h200", "gpus_per_node": 1, "price_per_gpu_hour_usd": 2.0}
 
@@ -50,25 +49,30 @@ def test_grid_study_reports_every_outcome_and_writes_the_files(ray_local, tmp_pa
     assert len(pd.read_csv(files["top_k_csv"])) == 1 and len(pd.read_csv(files["pareto_csv"])) == 1
 
 
-def test_hyperopt_repeats_are_cache_hits(ray_local, tmp_path):
+def test_hyperopt_tries_each_configuration_once_and_reuses_emulations(ray_local, tmp_path):
     from ray import tune
 
-    # 4 distinct configurations, 8 trials: at least 4 trials reuse an emulation.
+    # 4 micro-batches x 2 prices: 8 configurations, 12 samples asked for. Each configuration is a
+    # trial once; the second price of a micro-batch reuses its emulation (a cache hit).
     lines = []
+    pricier = {**CLUSTER, "price_per_gpu_hour_usd": 3.0, "label": "pricier"}
     results = maya.tune(
         {"micro_batch": tune.choice([1, 2, 4, 8]), "precision": "bf16"},
         script=TINY_SCRIPT, script_args=["--steps", "2", "--dim", "32", "--oom-on-batch", "8"],
-        global_batch=8, train_steps=100, clusters=[CLUSTER], search="hyperopt", num_samples=8, seed=3,
+        global_batch=8, train_steps=100, clusters=[CLUSTER, pricier], search="hyperopt", num_samples=12, seed=3,
         objective="time", out_dir=tmp_path, progress=lines.append,
     )
     table = results.table
     assert len(table) == 8 and set(table["status"]) <= {"ok", "infeasible"}
+    assert not table[["micro_batch", "cluster"]].duplicated().any()
+    assert results.searcher["space_exhausted"] and results.searcher["proposed"] == 8
+    assert results.unfinished_trials == 0
     assert results.cache_hit_rate >= 0.5
     assert (table["cache"] == "miss").sum() <= 4
     ok = table[table["status"] == "ok"]
     assert table["objective"].iloc[0] == ok["time_to_train_s"].min()  # time objective, best first
     assert table.loc[table["micro_batch"] == 8, "status"].eq("infeasible").all()
-    assert len(lines) == 8 and lines[-1].startswith("[8/8] ") and any("(hit)" in line for line in lines)
+    assert len(lines) == 8 and any("(hit)" in line for line in lines)
 
 
 def test_hyperopt_prunes_inside_the_searcher(ray_local, tmp_path):
@@ -78,8 +82,8 @@ def test_hyperopt_prunes_inside_the_searcher(ray_local, tmp_path):
     # Tune trials; they are rows of the results (with their reason) and count towards num_samples.
     lines = []
     results = maya.tune(
-        {"micro_batch": tune.choice([2, 3, 4, 5, 6, 7])},
-        script=TINY_SCRIPT, script_args=["--steps", "2", "--dim", "32"],
+        {"micro_batch": tune.choice([2, 3, 4, 5, 6, 7]), "dim": tune.choice([32, 48])},
+        script=TINY_SCRIPT, script_args=["--steps", "2"],
         global_batch=8, train_steps=100, clusters=[CLUSTER], search="hyperopt", num_samples=12, seed=1,
         out_dir=tmp_path, progress=lines.append,
     )
