@@ -12,6 +12,12 @@ Every other OOM raises at once, whatever the thread: a Ray Tune trial runs its s
 that is not Python's main thread, and an OOM of its forward, deferred because of that, let the
 forward go on and the backward after it abort the process in the same destructor (two trials of
 the Llama study, pipelines of 4 interleaved stages over 256 H100s, on 2026-12-02).
+
+A deferred OOM returns to the allocating code, which must then go on without the memory
+(`storage_resize.py` once recorded a block it never got, and its UnboundLocalError, raised in
+FSDP2's unshard inside a backward hook, aborted the process the same way). Any other Python
+exception raised on the engine's device thread still aborts it: a script whose backward hook raises
+ends with rc 134 and no traceback under emulation.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ def install_storage_resize(patcher: Patcher, state: EmulationState) -> None:
                     state.oom = True
                     state.note_memory()
                     raise_out_of_memory(state, str(e))
+                    return result  # deferred inside backward: the storage grows without emulated memory
                 state.live_storages[key] = (block, weakref.ref(self, lambda ref, key=key: release(key)))
             state.note_memory()
         return result
