@@ -15,9 +15,16 @@ the Llama study, pipelines of 4 interleaved stages over 256 H100s, on 2026-12-02
 
 A deferred OOM returns to the allocating code, which must then go on without the memory
 (`storage_resize.py` once recorded a block it never got, and its UnboundLocalError, raised in
-FSDP2's unshard inside a backward hook, aborted the process the same way). Any other Python
-exception raised on the engine's device thread still aborts it: a script whose backward hook raises
-ends with rc 134 and no traceback under emulation.
+FSDP2's unshard inside a backward hook, aborted the process the same way).
+
+An exception leaving a tensor hook (`Tensor.register_hook`: FSDP2's hooks, `register_multi_grad_hook`'s)
+inside a backward pass aborted the process in that destructor too: a script whose hook raised ended
+with rc 134 and no traceback (PyTorch raises a hook's error with Python's error indicator still set,
+and the destructor's call into Python fails). So a hook's exception is deferred as well: the hook
+returns nothing, the engine finishes the pass, whose gradients no longer matter, and the same
+`backward` / `grad` call raises the exception with its own traceback. An autograd Function's
+`backward` that raises did not abort (tests/emulator/test_raises_in_backward.py checks both); other
+engine callbacks (saved-tensor unpack hooks, hooks on autograd nodes) have not been tried.
 """
 
 from __future__ import annotations
@@ -46,16 +53,41 @@ def _in_backward() -> bool:
     return task_id() != -1
 
 
+def _defer(state: st.EmulationState, error: BaseException) -> None:
+    """Keep the first exception raised inside a backward pass, to raise when the pass returns."""
+    if state.deferred_error is None:
+        state.deferred_error = error
+
+
 def install_deferred_oom(patcher: Patcher, state: st.EmulationState) -> None:
-    """Make backward and autograd.grad raise an OOM deferred on the engine's threads."""
+    """Make backward and autograd.grad raise an OOM or an exception deferred on the engine's threads."""
     for name in ("backward", "grad"):
         original = getattr(torch.autograd, name)
 
         def wrapper(*args, _original=original, **kwargs):
             result = _original(*args, **kwargs)
             if state.deferred_oom is not None:
-                message, state.deferred_oom = state.deferred_oom, None
+                message, state.deferred_oom, state.deferred_error = state.deferred_oom, None, None
                 raise torch.OutOfMemoryError(message)
+            if state.deferred_error is not None:
+                error, state.deferred_error = state.deferred_error, None
+                raise error
             return result
 
         patcher.set(torch.autograd, name, wrapper)
+
+    register_hook = torch.Tensor.register_hook
+
+    def register_deferring_hook(self, hook):
+        def deferring_hook(*args, **kwargs):
+            try:
+                return hook(*args, **kwargs)
+            except BaseException as error:
+                if not _in_backward():
+                    raise
+                _defer(state, error)
+                return None
+
+        return register_hook(self, deferring_hook)
+
+    patcher.set(torch.Tensor, "register_hook", register_deferring_hook)

@@ -1,0 +1,30 @@
+"""An exception raised inside a backward pass ends the script with its traceback, not an abort.
+
+PyTorch's autograd engine runs a device's backward on its own thread, under a stream guard whose
+destructor calls back into Python (Maya's device is registered from Python); an exception leaving a
+tensor hook there aborted the process with no traceback (a custom Function's backward did not; both
+are checked). Each case runs as a separate process, so that an abort fails the test instead of
+killing the suite.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parent / "scripts" / "raises_in_backward.py"
+
+
+@pytest.mark.parametrize(("where", "message", "line"), [
+    ("hook", "ValueError: the hook refuses", 'raise ValueError("the hook refuses")'),
+    ("function", "ValueError: the function's backward refuses", "raise ValueError(\"the function's backward refuses\")"),
+])
+def test_an_exception_in_backward_ends_the_script_with_its_traceback(tmp_path, where, message, line):
+    done = subprocess.run(
+        [sys.executable, "-m", "maya", "emulate", "--trace-dir", str(tmp_path / "t"), str(SCRIPT), "--where", where],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert message in done.stderr and line in done.stderr and "y.sum().backward()" in done.stderr
+    assert "bwd ok" not in done.stdout
