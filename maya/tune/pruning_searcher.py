@@ -26,7 +26,9 @@ of a converged search made each proposal slower than the last (0.8 s per trial a
 replay of the Llama study's space with a made-up objective). Such a drawn configuration is
 not told to HyperOpt (Ray's HyperOptSearch cannot take points it did not propose). A space with a
 dimension that cannot be listed (a float range) returns the repeat as a trial, as before. How many
-repeats were answered is written to `searcher.json` in the study directory.
+repeats were answered is written to `searcher.json` in the study directory. The same study then
+covered 573 distinct configurations in 30 minutes (909 repeats answered, 199 drawn;
+benchmarks/results/tune_throughput_llama_distinct.json).
 """
 
 from __future__ import annotations
