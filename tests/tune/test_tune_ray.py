@@ -53,14 +53,16 @@ def test_hyperopt_tries_each_configuration_once_and_reuses_emulations(ray_local,
     from ray import tune
 
     # 4 micro-batches x 2 prices: 8 configurations, 12 samples asked for. Each configuration is a
-    # trial once; the second price of a micro-batch reuses its emulation (a cache hit).
+    # trial once; the second price of a micro-batch reuses its emulation (a cache hit). Without
+    # micro-batch extrapolation: two concurrent trials of an extrapolated configuration can each
+    # emulate one of its two points, and each then counts as a miss.
     lines = []
     pricier = {**CLUSTER, "price_per_gpu_hour_usd": 3.0, "label": "pricier"}
     results = maya.tune(
         {"micro_batch": tune.choice([1, 2, 4, 8]), "precision": "bf16"},
         script=TINY_SCRIPT, script_args=["--steps", "2", "--dim", "32", "--oom-on-batch", "8"],
         global_batch=8, train_steps=100, clusters=[CLUSTER, pricier], search="hyperopt", num_samples=12, seed=3,
-        objective="time", out_dir=tmp_path, progress=lines.append,
+        objective="time", out_dir=tmp_path, progress=lines.append, extrapolate_accum=False,
     )
     table = results.table
     assert len(table) == 8 and set(table["status"]) <= {"ok", "infeasible"}
