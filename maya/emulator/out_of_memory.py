@@ -41,8 +41,7 @@ def raise_out_of_memory(state: st.EmulationState, message: str) -> None:
     """Raise `torch.OutOfMemoryError` now, or defer it inside a backward pass (module docstring)."""
     if not _in_backward():
         raise torch.OutOfMemoryError(message) from None
-    if state.deferred_oom is None:
-        state.deferred_oom = message
+    _defer(state, torch.OutOfMemoryError(message))
 
 
 def _in_backward() -> bool:
@@ -54,21 +53,19 @@ def _in_backward() -> bool:
 
 
 def _defer(state: st.EmulationState, error: BaseException) -> None:
-    """Keep the first exception raised inside a backward pass, to raise when the pass returns."""
+    """Keep the first exception raised inside a backward pass (an OOM or a hook's), to raise when the
+    pass returns; later ones mostly follow from it (a hook running on without its memory)."""
     if state.deferred_error is None:
         state.deferred_error = error
 
 
-def install_deferred_oom(patcher: Patcher, state: st.EmulationState) -> None:
+def install_deferred_errors(patcher: Patcher, state: st.EmulationState) -> None:
     """Make backward and autograd.grad raise an OOM or an exception deferred on the engine's threads."""
     for name in ("backward", "grad"):
         original = getattr(torch.autograd, name)
 
         def wrapper(*args, _original=original, **kwargs):
             result = _original(*args, **kwargs)
-            if state.deferred_oom is not None:
-                message, state.deferred_oom, state.deferred_error = state.deferred_oom, None, None
-                raise torch.OutOfMemoryError(message)
             if state.deferred_error is not None:
                 error, state.deferred_error = state.deferred_error, None
                 raise error

@@ -26,7 +26,7 @@ from maya.emulator.distributed import install_distributed
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.nccl import NcclRuntime
-from maya.emulator.out_of_memory import install_deferred_oom
+from maya.emulator.out_of_memory import install_deferred_errors
 from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder, pause_during_sharding_propagation
 from maya.emulator.rnn import install_rnn
@@ -74,7 +74,7 @@ class EmulationSession:
             install_distributed(patcher)
             install_mesh_identity(patcher)
             install_storage_resize(patcher, state)
-            install_deferred_oom(patcher, state)
+            install_deferred_errors(patcher, state)
             self._hooks = _install_optimizer_hooks(state, self._tracker)
             _patch_checkpoint(patcher, state, self._tracker)
             self._tracker.install()

@@ -80,11 +80,9 @@ class EmulationState:
     dispatched_ops: int = 0
     nccl: object = None
     """The rank's `NcclRuntime` (streams, sequence numbers, pending calls), set by the session."""
-    deferred_oom: str | None = None
-    """An out-of-memory message raised on an autograd worker thread, re-raised when backward returns."""
     deferred_error: BaseException | None = None
-    """The first exception a tensor hook raised inside a backward pass, re-raised when backward returns
-    (`maya.emulator.out_of_memory`)."""
+    """The first out-of-memory error or tensor hook's exception raised inside a backward pass, re-raised
+    when backward returns (`maya.emulator.out_of_memory`)."""
     elapsed_time_ms: object = None
     """Callable(rows, first_row, last_row, stream) -> predicted ms between two event records, set by
     the caller (maya.event_timing); None: `Event.elapsed_time` answers 0.0."""
