@@ -56,6 +56,8 @@ SEARCHER_STATS = "searcher.json"
 """File of the study directory with the searcher's counts (proposals, pruned, repeats answered)."""
 MAX_REPEATS = 20
 """Repeated proposals in a row after which a configuration not yet proposed is drawn instead."""
+REPEATS_AFTER_DRAW = 1
+"""The same, after a draw, until the algorithm proposes something new (module docstring)."""
 MAX_ENUMERATED = 200_000
 """A listable space larger than this is drawn from by rejection instead of being enumerated."""
 _RUNNING = None  # the objective of a configuration whose trial has not finished
@@ -82,17 +84,20 @@ class PruningSearcher(Searcher):
         self.drawn = 0
         """Configurations drawn from the unproposed part of the space after `MAX_REPEATS` repeats."""
         self.repeat_budget = MAX_REPEATS
-        """Repeats in a row before drawing: `MAX_REPEATS`, 1 after a draw until the algorithm proposes
-        something new."""
+        """Repeats in a row before drawing: `MAX_REPEATS`, `REPEATS_AFTER_DRAW` after a draw until the
+        algorithm proposes something new."""
         self.exhausted = False
         """Every configuration of the space has been proposed: the study ends before num_samples."""
         self._inner_ids: dict[str, str | None] = {}  # Tune's trial id -> the inner searcher's (None: drawn)
-        self._keys: dict[str, str] = {}  # Tune's trial id -> what its configuration launches
+        self._trial_identity: dict[str, str] = {}  # Tune's trial id -> what its configuration launches
         self._identity_of: dict[str, str] = {}  # configuration key -> what it launches (`_identity`)
         self._objectives: dict[str, Any] = {}  # what a configuration launches -> objective, _RUNNING or _FAILED
         self._specs: dict = {}
         self._rng = random.Random(study.seed)
         self._dimensions = _listable_dimensions(study)
+        self._draw_order: list[dict] | None = None  # the listable space in a seeded shuffle, made at the first draw
+        self.draw_cursor = 0
+        """Position in that shuffle of the next configuration to draw."""
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec) -> bool:
         return self.inner.set_search_properties(metric, mode, config, **spec)
@@ -114,45 +119,46 @@ class PruningSearcher(Searcher):
                     self._write_stats()
                     return Searcher.FINISHED
                 self.drawn += 1
-                self.repeat_budget = 1
+                self.repeat_budget = REPEATS_AFTER_DRAW
             else:
                 config = self.inner.suggest(inner_id)
                 if config is None or config == Searcher.FINISHED:
                     return config
             raw = _config_key(config)
             answer_repeats = repeats_in_a_row < self.repeat_budget or inner_id is None
-            if raw in self._identity_of and answer_repeats:
-                self._answer_repeat(inner_id, self._identity_of[raw])
-                repeats_in_a_row += 1
-                continue
-            pruned = None
-            try:
-                identity = _identity(resolve_candidate(self.study, config, self._specs))
-            except PrunedConfig as e:
-                identity, pruned = raw, e.reason
-            except Exception:  # the study's own check raised: the trial records it as failed
-                identity = raw
-            self._identity_of[raw] = identity
-            if identity in self._objectives and answer_repeats:  # launches what an earlier configuration did
+            identity, pruned = self._identity_of.get(raw) if answer_repeats else None, None
+            if identity is None:
+                identity, pruned = self._resolve(config, raw)
+                self._identity_of[raw] = identity
+            if identity in self._objectives and answer_repeats:  # proposed before, or launches what one did
                 self._answer_repeat(inner_id, identity)
                 repeats_in_a_row += 1
                 continue
             self.suggested += 1
-            if inner_id is not None:  # the algorithm proposed something new
-                self.repeat_budget = MAX_REPEATS
+            if inner_id is not None:  # the algorithm proposed something new: ask it again next time
+                self.repeat_budget, repeats_in_a_row = MAX_REPEATS, 0
             if pruned is not None:
                 self._objectives[identity] = INFEASIBLE_OBJECTIVE
                 if inner_id is not None:
                     self.inner.on_trial_complete(inner_id, {self.objective_key: INFEASIBLE_OBJECTIVE})
-                    repeats_in_a_row = 0  # the algorithm proposed something new: ask it again
                 self._log(inner_id or f"{trial_id}_d{attempt}", config, pruned)
                 continue
             self._objectives.setdefault(identity, _RUNNING)
             self._inner_ids[trial_id] = inner_id
-            self._keys[trial_id] = identity
+            self._trial_identity[trial_id] = identity
             self._write_stats()
             return config
         raise AssertionError("unreachable")
+
+    def _resolve(self, config: dict, raw: str) -> tuple[str, str | None]:
+        """What `config` launches (`_identity`), and why it cannot run (None when it can). A pruned
+        configuration, or one whose study check raised (its trial records the error), is its own key."""
+        try:
+            return _identity(resolve_candidate(self.study, config, self._specs)), None
+        except PrunedConfig as e:
+            return raw, e.reason
+        except Exception:  # the study's own check raised: the trial records it as failed
+            return raw, None
 
     def _answer_repeat(self, inner_id: str | None, identity: str) -> None:
         """Tell the inner searcher what the earlier configuration launching `identity` gave (an error
@@ -167,27 +173,34 @@ class PruningSearcher(Searcher):
             self.inner.on_trial_complete(inner_id, {self.objective_key: objective})
 
     def _draw_unproposed(self) -> dict | None:
-        """A configuration of the listable space not proposed yet (None when there is none)."""
+        """A configuration of the listable space not proposed yet (None when there is none): the next
+        unproposed one in a seeded shuffle of the whole space, drawn once; by rejection in a space of
+        more than `MAX_ENUMERATED` configurations."""
         names, value_lists = self._dimensions
-        size = math.prod(len(values) for values in value_lists)
-        if size > MAX_ENUMERATED:
+        if math.prod(len(values) for values in value_lists) > MAX_ENUMERATED:
             for _ in range(10_000):
                 config = {n: self._rng.choice(values) for n, values in zip(names, value_lists)}
                 if _config_key(config) not in self._identity_of:
                     return config
             return None
-        unproposed = [combo for combo in itertools.product(*value_lists)
-                      if _config_key(dict(zip(names, combo))) not in self._identity_of]
-        return dict(zip(names, self._rng.choice(unproposed))) if unproposed else None
+        if self._draw_order is None:
+            self._draw_order = [dict(zip(names, combo)) for combo in itertools.product(*value_lists)]
+            random.Random(self.study.seed).shuffle(self._draw_order)
+        while self.draw_cursor < len(self._draw_order):
+            config = self._draw_order[self.draw_cursor]
+            self.draw_cursor += 1
+            if _config_key(config) not in self._identity_of:
+                return config
+        return None
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         self.inner.on_trial_result(self._inner_ids.get(trial_id, trial_id), result)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
-        key = self._keys.pop(trial_id, None)
-        if key is not None:
+        identity = self._trial_identity.pop(trial_id, None)
+        if identity is not None:
             objective = (result or {}).get(self.objective_key)
-            self._objectives[key] = _FAILED if error or objective is None else objective
+            self._objectives[identity] = _FAILED if error or objective is None else objective
         inner_id = self._inner_ids.pop(trial_id, trial_id)
         if inner_id is not None:
             self.inner.on_trial_complete(inner_id, result=result, error=error)
@@ -213,8 +226,9 @@ class PruningSearcher(Searcher):
 
     def save(self, checkpoint_path: str) -> None:
         self.inner.save(checkpoint_path + ".inner")
-        state = {k: getattr(self, k) for k in ("suggested", "pruned", "repeats", "drawn", "repeat_budget", "exhausted", "_inner_ids", "_keys",
-                                              "_identity_of", "_objectives", "max_configs", "log_path")}
+        state = {k: getattr(self, k) for k in ("suggested", "pruned", "repeats", "drawn", "repeat_budget", "exhausted",
+                                              "draw_cursor", "_inner_ids", "_trial_identity", "_identity_of",
+                                              "_objectives", "max_configs", "log_path")}
         state["_rng_state"] = self._rng.getstate()
         with open(checkpoint_path, "wb") as f:
             pickle.dump(state, f)
