@@ -22,8 +22,9 @@ proposed yet, uniformly from the listable space (seeded with the study's seed), 
 configuration of the space has been proposed, the study is finished. Once it has drawn, it asks the
 algorithm only once per trial before drawing again, until the algorithm proposes something new: every
 answered repeat is one more point HyperOpt's TPE reads at each proposal, so asking 20 times per trial
-of a converged search made each proposal slower than the last (0.8 s per trial after 400 trials in a
-replay of the Llama study's space with a made-up objective). Such a drawn configuration is
+of a converged search made each proposal slower than the last (`python benchmarks/searcher_speed.py`,
+benchmarks/results/searcher_speed.md: replaying the Llama study's space with a made-up objective,
+70 s per 100 trials after 400 trials that way, 5-15 s with one ask up to 1,200 trials). Such a drawn configuration is
 not told to HyperOpt (Ray's HyperOptSearch cannot take points it did not propose). A space with a
 dimension that cannot be listed (a float range) returns the repeat as a trial, as before. How many
 repeats were answered is written to `searcher.json` in the study directory. The same study then
