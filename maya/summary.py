@@ -11,6 +11,12 @@ from maya.hardware import load_gpu
 from maya.throughput import MFU_PEAK_DTYPE, Throughput, throughput
 
 
+def peak_over(iterations, attribute: str) -> int:
+    """The largest `attribute` (`peak_allocated_bytes`, `peak_reserved_bytes`) over per-iteration
+    figures (an `EmulationSummary`'s or a rank's `IterationStats`), 0 when there are none."""
+    return max((getattr(it, attribute) for it in iterations), default=0)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class IterationSummary:
     """One training iteration (from the end of the previous one to the end of its optimizer step)."""
@@ -63,11 +69,11 @@ class EmulationSummary:
 
     @property
     def peak_allocated_bytes(self) -> int:
-        return max((it.peak_allocated_bytes for it in self.iterations), default=0)
+        return peak_over(self.iterations, "peak_allocated_bytes")
 
     @property
     def peak_reserved_bytes(self) -> int:
-        return max((it.peak_reserved_bytes for it in self.iterations), default=0)
+        return peak_over(self.iterations, "peak_reserved_bytes")
 
     @property
     def memory_capacity_bytes(self) -> int:

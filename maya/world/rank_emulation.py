@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from maya.emulator.state import IterationStats
+from maya.summary import peak_over
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,12 +36,12 @@ class RankResult:
     @property
     def peak_allocated_bytes(self) -> int:
         """The rank's allocator peak over its iterations, bytes."""
-        return max((it.peak_allocated_bytes for it in self.iterations), default=0)
+        return peak_over(self.iterations, "peak_allocated_bytes")
 
     @property
     def peak_reserved_bytes(self) -> int:
         """The rank's reserved-memory peak over its iterations, bytes."""
-        return max((it.peak_reserved_bytes for it in self.iterations), default=0)
+        return peak_over(self.iterations, "peak_reserved_bytes")
 
 
 def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: int, local_world_size: int) -> RankResult:
