@@ -111,8 +111,16 @@ class _InProcessRunner:
         self.first_ranks = {rank: i for i, rank in enumerate(first_ranks)}
 
     def ordered(self, ranks: Iterable[int]) -> list[int]:
-        """`ranks` without repeats: those of `first_ranks` first, in its order, then the rest ascending."""
-        return sorted(set(ranks), key=lambda r: (self.first_ranks.get(r, len(self.first_ranks)), r))
+        """`ranks` without repeats: those of `first_ranks` first, in its order, then the rest descending.
+
+        Descending because the highest ranks are the likeliest to run out of memory when no earlier
+        emulation says which are (a pipeline's first stage is rank 0's, emulated before the others):
+        with DeviceMesh's usual order of dimensions, pipeline outermost, they are the last pipeline
+        stage, which holds the loss and, under torch.distributed.pipelining, every micro-batch's
+        output until the step ends. A check that stops at the first rank over memory
+        (`after_rank`) then stops after one rank instead of after every stage before the last.
+        """
+        return sorted(set(ranks), key=lambda r: (self.first_ranks.get(r, len(self.first_ranks)), -r))
 
     def finished(self, result: RankResult) -> RankResult:
         """Check one emulated rank: its script's exit, then the caller's `after_rank`."""
@@ -212,7 +220,7 @@ def emulate_world(
             a returned reason ends the emulation with `RankCheckStop` (a tuning trial's bound on
             memory, `maya.tune.rank_memory_check`).
         first_ranks: ranks to emulate before the others of their phase, in this order (those most
-            likely to make `after_rank` stop); the rest go in ascending order.
+            likely to make `after_rank` stop); the rest go in descending order (`_InProcessRunner.ordered`).
 
     Raises:
         RankFailedError: the script failed on a rank (its traceback and rank are in the message).

@@ -90,6 +90,21 @@ def test_more_rank_classes_than_allowed_fails_before_emulating_them(tmp_path):
     assert s.exit_code == 0 and s.emulated_ranks == [0, 4], s.error
 
 
+def test_without_a_known_order_the_last_pipeline_stage_goes_right_after_rank_0(tmp_path):
+    # Mesh (pp, dp, tp) of 8: probes 4 (pp), 2 (dp) and 1 (tp). Highest first, so a check that stops
+    # at the last stage (where a pipeline keeps the loss and every micro-batch's output) stops after
+    # two emulations instead of four.
+    from maya.world import RankCheckStop, emulate_world
+
+    args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2", "--steps", "1"]
+    lines: list[str] = []
+    with pytest.raises(RankCheckStop) as stop:
+        emulate_world(GPT, args, gpu="h100", world_size=8, local_world_size=8, in_process=True, progress=lines.append,
+                      after_rank=lambda result: "last stage" if result.rank >= 4 else None)
+    assert stop.value.result.rank == 4
+    assert [line.split()[1] for line in lines if "emulated in" in line] == ["0", "4"]
+
+
 def test_verify_dedup_catches_a_rank_that_differs_only_in_two_dimensions_at_once(ray_local, tmp_path):
     # Probes 1 (tp) and 2 (dp) match rank 0, so all 4 ranks form one class; rank 3 does not match.
     with pytest.raises(DedupMismatchError, match=r"ranks 0 and 3 were put in one class but record different traces"):
