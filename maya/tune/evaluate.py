@@ -16,7 +16,7 @@ import statistics
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from maya.tune.outcome import CacheUse, TrialOutcome, TrialStatus
 from maya.tune.rank_memory_check import RankMemoryCheck, stage_order
 from maya.tune.resimulate import resimulate
 from maya.tune.study import Study
-from maya.tune.trace_cache import TraceCache, emulation_inputs, emulation_key, file_sha256, simulation_key
+from maya.tune.trace_cache import TraceCache, digest, emulation_inputs, emulation_key, file_sha256, simulation_key
 from maya.world import RankCheckStop, TooManyRankClassesError
 from maya.world.world_emulation import RankCheck
 
@@ -82,10 +82,13 @@ def evaluate(
         schedule = candidate.config.get("pp_schedule")
         accums = extrapolation_counts(candidate.accum, candidate.pp, schedule) if study.extrapolate_accum else None
         depths = depth_counts(study, candidate.config)
+        variants = _Variants.of(study, config, candidate, cache)
         if accums is None and depths is None:
-            recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log)
+            recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log, variants.known)
+            variants.learn(figures)
         else:
-            recorded, figures, use = _extrapolated(study, config, candidate, depths, accums, cache, emulate or emulate_with_log)
+            recorded, figures, use = _extrapolated(study, config, candidate, depths, accums, cache, emulate or emulate_with_log,
+                                                   variants)
     except Exception as e:
         return _failed(e, started, **launch)
     elapsed = time.perf_counter() - started
@@ -99,6 +102,48 @@ def evaluate(
         uncached = recorded is not None and recorded.get("stopped_at_rank") is not None
         memory_dominance.record(study, candidate, outcome.reason, over_memory, uncached=uncached)
     return outcome
+
+
+@dataclass(kw_only=True, slots=True)
+class _Variants:
+    """Which group families change a rank's trace in a configuration's layout (`maya.world.emulate_world`'s
+    `variant_families`): read from the cache when an emulation of the layout found them, else learnt
+    from this configuration's first emulation and recorded for the next ones."""
+
+    cache: TraceCache
+    key: str
+    inputs: dict
+    known: list[int] | None
+
+    @classmethod
+    def of(cls, study: Study, config: Mapping[str, Any], candidate: Candidate, cache: TraceCache) -> _Variants:
+        inputs = layout_inputs(study, config, candidate)
+        key = digest(inputs)
+        return cls(cache=cache, key=key, inputs=inputs, known=cache.read_variant_families(key))
+
+    def learn(self, figures: Mapping[str, Any] | None) -> None:
+        """Record the variant families an emulation's `figures` carry, if none were known."""
+        found = (figures or {}).get("variant_families")
+        if self.known is None and found is not None:
+            self.cache.write_variant_families(self.key, found, self.inputs)
+            self.known = list(found)
+
+
+def layout_inputs(study: Study, config: Mapping[str, Any], candidate: Candidate) -> dict[str, Any]:
+    """What decides which group families change a rank's trace: the emulation inputs of `config`
+    without its micro-batch size, micro-batch count and depth, and the world's shape.
+
+    A probe rank (one that differs from rank 0 in one group family's position) is compared with rank 0
+    to learn whether that family changes the trace; the micro-batch size and count and the depth change
+    every rank's shapes and op counts alike, so the answer holds for every value of them (an
+    extrapolated configuration already reuses its first point's answer at its other points).
+    """
+    argv = script_argv(study, {k: v for k, v in config.items() if k != "micro_batch"}, accum=1)
+    return {
+        **emulation_inputs(script_sha256=file_sha256(study.script), argv=argv, gpu=candidate.cluster.gpu,
+                           tp=candidate.tp, pp=candidate.pp, dp=candidate.dp, dp_mode=candidate.dp_mode),
+        "dp": candidate.dp, "world_size": candidate.world_size, "gpus_per_node": candidate.cluster.gpus_per_node,
+    }
 
 
 def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Callable[..., Any],
@@ -117,7 +162,7 @@ def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Cal
 
 
 def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate, depths: tuple[int, int] | None,
-                  accums: tuple[int, int] | None, cache: TraceCache, emulate: Callable[..., Any]):
+                  accums: tuple[int, int] | None, cache: TraceCache, emulate: Callable[..., Any], variants: _Variants):
     """`_figures` of `candidate` extrapolated from emulations at two smaller depths and/or micro-batch
     counts (each point its own cache entry; with both, the four corners).
 
@@ -127,12 +172,12 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     depths emulated first), or a lower bound from the first three corners
     (`_over_memory_by_three_corners`). Within a point, every rank is checked as it is emulated
     against the points before it (`maya.tune.rank_memory_check`), and the point's emulation stops at
-    the first rank that cannot fit. Points after the first are emulated without
-    probe ranks: the first found which group families change a rank's trace, and neither the depth
-    nor the micro-batch count changes that.
+    the first rank that cannot fit. Points are emulated without probe ranks once `variants` knows
+    which group families change a rank's trace (from an earlier configuration of the layout, or
+    from the first point): neither the depth nor the micro-batch size or count changes that.
     """
     figures: dict[tuple[int | None, int | None], dict] = {}
-    uses, variant, fewest_at_full = [], None, None
+    uses, fewest_at_full = [], None
     for i, accum in enumerate(accums or (None,)):
         for depth in depths or (None,):
             small = replace(candidate, accum=accum or candidate.accum,
@@ -141,8 +186,9 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
                 corner=(depth, accum), depths=depths, accums=accums, full_depth=study.full_depth, accum=candidate.accum,
                 prior=figures, over_capacity=lambda reserved, at: _over_capacity(study, candidate, reserved, at=at),
             )
-            recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variant, check, stage_order(figures))
-            variant = (figures[depth, accum] or {}).get("variant_families")
+            recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variants.known, check,
+                                                            stage_order(figures))
+            variants.learn(figures[depth, accum])
             uses.append(use)
             at = ", ".join(f"{k}={v}" for k, v in (("depth", depth), ("accum", accum)) if v is not None)
             goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))

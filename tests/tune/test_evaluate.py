@@ -88,6 +88,38 @@ def test_a_world_of_more_rank_classes_than_allowed_fails_fast(tmp_path):
         pipeline(0)
 
 
+def test_a_layout_probes_its_group_families_once(tmp_path):
+    # Which group families change a rank's trace is learnt by the first emulation of a layout (tp 2 x
+    # pp 2 x FSDP 2 on 8 GPUs: only the pipeline's) and passed to the next configuration of that
+    # layout, at another micro-batch size, which then emulates no probe ranks.
+    from maya.tune.evaluate import emulate_with_log
+    from maya.tune.study import ClusterCandidate, Study
+
+    from conftest import ROOT
+
+    given, emulated = [], []
+
+    def emulate(*args, **kwargs):
+        given.append(kwargs["variant_families"])
+        summary = emulate_with_log(*args, **kwargs)
+        emulated.append(sorted(int(rank) for rank in summary.extra["emulation_s"]))
+        return summary
+
+    study = Study(
+        script=ROOT / "examples" / "train_gpt.py", global_batch=8, train_steps=10, search="grid",
+        search_space={"tp": 2, "pp": 2, "dp_mode": "fsdp", "micro_batch": 1},
+        script_args=("--steps", "1", "--seq", "32", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512"),
+        clusters=(ClusterCandidate(preset="dgx-h100", gpus_per_node=8),), extrapolate_accum=False,
+    )
+    cache = TraceCache(tmp_path)
+    first = evaluate(study, {"tp": 2, "pp": 2, "dp_mode": "fsdp", "micro_batch": 1}, cache, emulate=emulate)
+    second = evaluate(study, {"tp": 2, "pp": 2, "dp_mode": "fsdp", "micro_batch": 2}, cache, emulate=emulate)
+    assert first.status is TrialStatus.OK and second.status is TrialStatus.OK, (first.error, second.error)
+    assert given[0] is None and len(given[1]) == 1  # the pipeline family only
+    assert emulated == [[0, 1, 2, 4], [0, 4]]  # rank 0, probes 4 (pp), 2 (dp), 1 (tp); then the stages only
+    assert len(list(tmp_path.glob("variants-*.json"))) == 1
+
+
 def test_pruned_configuration_is_not_emulated(study, tmp_path):
     outcome = evaluate(study, {"micro_batch": 3}, TraceCache(tmp_path))
     assert outcome.status is TrialStatus.PRUNED and "global_batch=8 is not a multiple" in outcome.reason
