@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +44,7 @@ def emulate(
     max_rank_classes: int | None = None,
     after_rank: RankCheck | None = None,
     first_ranks: Sequence[int] = (),
+    rank_classes: Mapping[int, int] | None = None,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -75,6 +76,9 @@ def emulate(
             a returned reason ends the emulation with `maya.world.RankCheckStop`, writing no trace
             (the tuner's memory bound); None: every class is emulated.
         first_ranks: with several ranks, the ranks to emulate first, in this order (see `maya.world.emulate_world`).
+        rank_classes: with several ranks and `variant_families`, every rank -> its class
+            representative from the meta.json (`rank_to_representative`) of an emulation of the same
+            script and layout: only the representatives are emulated (see `maya.world.emulate_world`).
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
@@ -89,7 +93,7 @@ def emulate(
     if world_size > 1:
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
-            variant_families, cluster, in_process, max_rank_classes, after_rank, first_ranks,
+            variant_families, cluster, in_process, max_rank_classes, after_rank, first_ranks, rank_classes,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -134,7 +138,7 @@ def _emulate_world(
     script, args: list[str], gpu: str, world_size: int, local_world_size: int, trace_dir: Path,
     dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
     cluster: ClusterSpec | None = None, in_process: bool = False, max_rank_classes: int | None = None,
-    after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (),
+    after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (), rank_classes: Mapping[int, int] | None = None,
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -145,7 +149,7 @@ def _emulate_world(
         world = emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
             verify_dedup=verify_dedup, progress=progress, variant_families=variant_families, in_process=in_process,
-            max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
+            max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks, rank_classes=rank_classes,
         )
     except RankFailedError as e:
         failed = e.result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import shutil
 import statistics
@@ -82,13 +83,13 @@ def evaluate(
         schedule = candidate.config.get("pp_schedule")
         accums = extrapolation_counts(candidate.accum, candidate.pp, schedule) if study.extrapolate_accum else None
         depths = depth_counts(study, candidate.config)
-        variants = _Variants.of(study, config, candidate, cache)
+        layout = _LayoutClasses.of(study, config, candidate, cache)
         if accums is None and depths is None:
-            recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log, variants.known)
-            variants.learn(figures)
+            recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log, layout)
+            layout.learn(figures)
         else:
             recorded, figures, use = _extrapolated(study, config, candidate, depths, accums, cache, emulate or emulate_with_log,
-                                                   variants)
+                                                   layout)
     except Exception as e:
         return _failed(e, started, **launch)
     elapsed = time.perf_counter() - started
@@ -105,38 +106,53 @@ def evaluate(
 
 
 @dataclass(kw_only=True, slots=True)
-class _Variants:
-    """Which group families change a rank's trace in a configuration's layout (`maya.world.emulate_world`'s
-    `variant_families`): read from the cache when an emulation of the layout found them, else learnt
-    from this configuration's first emulation and recorded for the next ones."""
+class _LayoutClasses:
+    """The rank classes of a configuration's layout: which group families change a rank's trace
+    (`maya.world.emulate_world`'s `variant_families`) and every rank's class representative. Read from
+    the cache when an emulation of the layout found them, else learnt from this configuration's
+    first emulation and recorded for the next ones, which then emulate neither rank 0 first nor
+    probe ranks, only the representatives."""
 
     cache: TraceCache
     key: str
     inputs: dict
-    known: list[int] | None
+    families: list[int] | None = None
+    classes: dict[int, int] | None = None
 
     @classmethod
-    def of(cls, study: Study, config: Mapping[str, Any], candidate: Candidate, cache: TraceCache) -> _Variants:
+    def of(cls, study: Study, config: Mapping[str, Any], candidate: Candidate, cache: TraceCache) -> _LayoutClasses:
         inputs = layout_inputs(study, config, candidate)
         key = digest(inputs)
-        return cls(cache=cache, key=key, inputs=inputs, known=cache.read_variant_families(key))
+        known = cache.read_rank_classes(key) or {}
+        classes = known.get("rank_to_representative")
+        return cls(cache=cache, key=key, inputs=inputs, families=known.get("variant_families"),
+                   classes={int(r): rep for r, rep in classes.items()} if classes is not None else None)
 
     def learn(self, figures: Mapping[str, Any] | None) -> None:
-        """Record the variant families an emulation's `figures` carry, if none were known."""
-        found = (figures or {}).get("variant_families")
-        if self.known is None and found is not None:
-            self.cache.write_variant_families(self.key, found, self.inputs)
-            self.known = list(found)
+        """Record the rank classes of the emulation whose `figures` are given, if none were known."""
+        from maya.trace.store import read_meta
+
+        if self.families is not None or not figures or figures.get("variant_families") is None:
+            return
+        meta = read_meta(figures["trace_dir"]) if figures.get("trace_dir") else {}
+        classes = meta.get("rank_to_representative")
+        if classes is None:
+            return
+        self.cache.write_rank_classes(self.key, {"variant_families": figures["variant_families"],
+                                                 "rank_to_representative": classes, "inputs": self.inputs})
+        self.families, self.classes = list(figures["variant_families"]), {int(r): rep for r, rep in classes.items()}
 
 
 def layout_inputs(study: Study, config: Mapping[str, Any], candidate: Candidate) -> dict[str, Any]:
-    """What decides which group families change a rank's trace: the emulation inputs of `config`
-    without its micro-batch size, micro-batch count and depth, and the world's shape.
+    """What decides a layout's rank classes: the emulation inputs of `config` without its micro-batch
+    size, micro-batch count and depth, and the world's shape.
 
-    A probe rank (one that differs from rank 0 in one group family's position) is compared with rank 0
-    to learn whether that family changes the trace; the micro-batch size and count and the depth change
-    every rank's shapes and op counts alike, so the answer holds for every value of them (an
-    extrapolated configuration already reuses its first point's answer at its other points).
+    The classes come from the script's process groups and from which group families change a rank's
+    trace (a probe rank, differing from rank 0 in one family's position, compared with rank 0); the
+    micro-batch size and count and the depth change every rank's shapes and op counts alike, so the
+    classes hold for every value of them (an extrapolated configuration already reuses its first
+    point's classes at its other points). Rank 0's group table is checked against them whenever rank
+    0 is emulated (`maya.world.emulate_world`).
     """
     argv = script_argv(study, {k: v for k, v in config.items() if k != "micro_batch"}, accum=1)
     return {
@@ -147,22 +163,86 @@ def layout_inputs(study: Study, config: Mapping[str, Any], candidate: Candidate)
 
 
 def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Callable[..., Any],
-             variant_families: list[int] | None = None, after_rank: RankMemoryCheck | None = None,
-             first_ranks: Sequence[int] = ()):
+             layout: _LayoutClasses, after_rank: RankMemoryCheck | None = None, first_ranks: Sequence[int] = ()):
     """(cluster-independent end or None, figures or None, where they came from) of `candidate` as it is;
-    `variant_families`, `after_rank` and `first_ranks` as `maya.emulate` takes them."""
-    inputs = emulation_inputs(
+    `layout`: its rank classes, if known; `after_rank` and `first_ranks` as `maya.emulate` takes them."""
+    inputs = _inputs(study, candidate)
+    key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
+    with cache.lock(key):
+        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, layout, after_rank, first_ranks)
+
+
+def _inputs(study: Study, candidate: Candidate) -> dict:
+    """`candidate`'s emulation inputs (its trace-cache key's payload)."""
+    return emulation_inputs(
         script_sha256=file_sha256(study.script), argv=candidate.argv, gpu=candidate.cluster.gpu,
         tp=candidate.tp, pp=candidate.pp, dp=candidate.dp, dp_mode=candidate.dp_mode,
     )
-    key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
-    with cache.lock(key):
-        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, variant_families,
-                                  after_rank, first_ranks)
+
+
+def _at_point(study: Study, config: Mapping[str, Any], candidate: Candidate, depth: int | None,
+              accum: int | None) -> Candidate:
+    """`candidate` at one extrapolation point (None: the configuration's own depth or accum)."""
+    return replace(candidate, accum=accum or candidate.accum, argv=script_argv(study, config, accum or candidate.accum, depth))
+
+
+def _scout(study: Study, config: Mapping[str, Any], candidate: Candidate, depths: tuple[int, int] | None,
+           accums: tuple[int, int] | None, cache: TraceCache) -> dict | None:
+    """The infeasible record of a pipelined configuration that its highest rank alone rules out, or None.
+
+    The highest rank has the last position in every mesh dimension, so it is a last pipeline stage,
+    which keeps the loss and, under torch.distributed.pipelining, every micro-batch's output until
+    the step ends: in the Llama-70B study the stage that does not fit, most often. It is emulated
+    alone (in this process) at every extrapolation point, each checked against its own earlier
+    points as the rank checks do (`maya.tune.rank_memory_check`): a bound over the GPU's memory, or
+    the script running out of memory, ends the configuration after one rank per point instead of
+    every stage of the first point. Only when no point is in the cache (a cached point is cheaper
+    than scouting). A configuration that fits pays one rank emulation per point; a scouted rank
+    that fails otherwise is left to the world's emulation to report.
+    """
+    from maya.world.rank_emulation import emulate_rank
+
+    points = [((depth, accum), _at_point(study, config, candidate, depth, accum))
+              for accum in accums or (None,) for depth in depths or (None,)]  # `_extrapolated`'s order
+    keys = [emulation_key(_inputs(study, small)) for _, small in points]
+    if any(cache.read_outcome(key) is not None or cache.trace_dir(key) is not None for key in keys):
+        return None
+    rank, prior = candidate.world_size - 1, {}
+    for (corner, small), key in zip(points, keys):
+        check = RankMemoryCheck(
+            corner=corner, depths=depths, accums=accums, full_depth=study.full_depth, accum=candidate.accum,
+            prior=prior, over_capacity=lambda reserved, at: _over_capacity(study, candidate, reserved, at=at),
+        )
+        with open(os.devnull, "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            result = emulate_rank(str(study.script), list(small.argv), small.cluster.gpu, rank, small.world_size,
+                                  small.cluster.gpus_per_node)
+        if result.exit_code != 0:
+            if not result.oom:
+                return None
+            recorded = {
+                "status": TrialStatus.INFEASIBLE.value, "error": f"[rank {rank}] {result.error}",
+                "reason": f"out of memory on {small.cluster.gpu}: {error_summary(result.error, 'OutOfMemoryError')}",
+                "peak_allocated_bytes": result.peak_allocated_bytes, "peak_reserved_bytes": result.peak_reserved_bytes,
+            }
+            cache.write_outcome(key, recorded, _inputs(study, small))  # the world at this point fails so too
+            return {**recorded, "reason": f"{recorded['reason']} ({_point_text(study, candidate, corner)})"}
+        reason = check(result)
+        if reason is not None:
+            return _over_memory(reason, check.peaks) | {"stopped_at_rank": rank}
+        prior[corner] = {"memory_segments": {str(rank): check.segments[str(rank)]}}
+    return None
+
+
+def _point_text(study: Study, candidate: Candidate, corner: tuple[int | None, int | None]) -> str:
+    """"at depth=.., accum=.., emulated to extrapolate to depth=.., accum=..": where a point's verdict comes from."""
+    at = ", ".join(f"{k}={v}" for k, v in zip(("depth", "accum"), corner) if v is not None)
+    goal = ", ".join(f"{k}={v}" for k, v, c in zip(("depth", "accum"), (study.full_depth, candidate.accum), corner)
+                     if c is not None)
+    return f"at {at}, emulated to extrapolate to {goal}"
 
 
 def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate, depths: tuple[int, int] | None,
-                  accums: tuple[int, int] | None, cache: TraceCache, emulate: Callable[..., Any], variants: _Variants):
+                  accums: tuple[int, int] | None, cache: TraceCache, emulate: Callable[..., Any], layout: _LayoutClasses):
     """`_figures` of `candidate` extrapolated from emulations at two smaller depths and/or micro-batch
     counts (each point its own cache entry; with both, the four corners).
 
@@ -172,23 +252,25 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
     depths emulated first), or a lower bound from the first three corners
     (`_over_memory_by_three_corners`). Within a point, every rank is checked as it is emulated
     against the points before it (`maya.tune.rank_memory_check`), and the point's emulation stops at
-    the first rank that cannot fit. Points are emulated without probe ranks once `variants` knows
-    which group families change a rank's trace (from an earlier configuration of the layout, or
-    from the first point): neither the depth nor the micro-batch size or count changes that.
+    the first rank that cannot fit. Points emulate only the class representatives once `layout` knows
+    the rank classes (from an earlier configuration of the layout, or from the first point): neither
+    the depth nor the micro-batch size or count changes them.
     """
+    if candidate.pp > 1:
+        scouted = _scout(study, config, candidate, depths, accums, cache)
+        if scouted is not None:
+            return scouted, None, CacheUse.MISS
     figures: dict[tuple[int | None, int | None], dict] = {}
     uses, fewest_at_full = [], None
     for i, accum in enumerate(accums or (None,)):
         for depth in depths or (None,):
-            small = replace(candidate, accum=accum or candidate.accum,
-                            argv=script_argv(study, config, accum or candidate.accum, depth))
+            small = _at_point(study, config, candidate, depth, accum)
             check = RankMemoryCheck(
                 corner=(depth, accum), depths=depths, accums=accums, full_depth=study.full_depth, accum=candidate.accum,
                 prior=figures, over_capacity=lambda reserved, at: _over_capacity(study, candidate, reserved, at=at),
             )
-            recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, variants.known, check,
-                                                            stage_order(figures))
-            variants.learn(figures[depth, accum])
+            recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, layout, check, stage_order(figures))
+            layout.learn(figures[depth, accum])
             uses.append(use)
             at = ", ".join(f"{k}={v}" for k, v in (("depth", depth), ("accum", accum)) if v is not None)
             goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))
@@ -196,7 +278,7 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
             if recorded is not None and recorded.get("stopped_at_rank") is not None:
                 return recorded, None, _combined_use(uses)
             if recorded is not None:
-                return {**recorded, "reason": f"{recorded['reason']} (at {at}, emulated to extrapolate to {goal})"}, None, use
+                return {**recorded, "reason": f"{recorded['reason']} ({_point_text(study, candidate, (depth, accum))})"}, None, use
             over = _over_capacity(study, candidate, figures[depth, accum]["peak_reserved_bytes"], at=at)
             if over is not None:  # the full depth and micro-batch count hold at least as much
                 return _over_memory(f"{over}; {goal} holds at least as much", figures[depth, accum]), None, _combined_use(uses)
@@ -281,8 +363,8 @@ def _over_capacity(study: Study, candidate: Candidate, peak_reserved_bytes: int,
 
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
-                       emulate: Callable[..., Any], variant_families: list[int] | None = None,
-                       after_rank: RankMemoryCheck | None = None, first_ranks: Sequence[int] = ()):
+                       emulate: Callable[..., Any], layout: _LayoutClasses, after_rank: RankMemoryCheck | None = None,
+                       first_ranks: Sequence[int] = ()):
     """(cluster-independent end or None, figures or None, where they came from); called under the key's lock.
 
     An emulation that `after_rank` stops leaves nothing in the cache (its verdict is the
@@ -307,7 +389,7 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     try:
         summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
                           nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
-                          variant_families=variant_families, cluster=candidate.cluster,
+                          variant_families=layout.families, rank_classes=layout.classes, cluster=candidate.cluster,
                           max_rank_classes=study.max_rank_classes, after_rank=after_rank, first_ranks=first_ranks)
     except RankCheckStop as e:
         shutil.rmtree(trace_dir, ignore_errors=True)  # not a complete emulation of the key
@@ -331,10 +413,11 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
 
 def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,
                      variant_families: list[int] | None = None, cluster=None, max_rank_classes: int | None = None,
-                     after_rank: RankCheck | None = None, first_ranks: Sequence[int] = ()):
+                     after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (),
+                     rank_classes: Mapping[int, int] | None = None):
     """`maya.emulate` in this process (several ranks one after another) into `trace_dir`, simulated
     on `cluster`; the script's own prints (loss lines, progress bars) go to `trace_dir/script.log`.
-    `after_rank` and `first_ranks` as `maya.emulate` takes them."""
+    `after_rank`, `first_ranks` and `rank_classes` as `maya.emulate` takes them."""
     from maya.api import emulate
 
     trace_dir = Path(trace_dir)
@@ -342,7 +425,8 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
     with open(trace_dir / "script.log", "w") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
                        variant_families=variant_families, cluster=cluster, in_process=True,
-                       max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks)
+                       max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
+                       rank_classes=rank_classes)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:

@@ -21,9 +21,10 @@ Layout of `ROOT/<emulation key>/`:
     sims/<sim key>.json    predicted figures on one topology (step times, memory, breakdown)
     sims/<sim key>.trace/  a second emulation's trace, when re-simulating was not possible
 
-and `ROOT/variants-<layout key>.json`: which group families change a rank's trace, as the first
-emulation of a layout found them (`variant_families`), so that emulations of the same layout at
-another micro-batch size or count, or depth, skip the probe ranks (`maya.world.emulate_world`).
+and `ROOT/classes-<layout key>.json`: the rank classes of a layout (which group families change a
+rank's trace, and every rank's representative) as its first emulation found them, so that
+emulations of the same layout at another micro-batch size or count, or depth, emulate only the
+class representatives (`maya.world.emulate_world`'s `rank_classes`).
 
 Every file is written to a temporary name and renamed, and a trial holds `lock(key)` (an flock,
 released by the kernel if the trial dies) while it looks up and fills an entry, so concurrent trials
@@ -139,13 +140,13 @@ class TraceCache:
         self._write_inputs(key, inputs)
         _write_json(self.entry(key) / "sims" / f"{sim_key}.json", figures)
 
-    def read_variant_families(self, layout_key: str) -> list[int] | None:
-        """The variant group families recorded for `layout_key` (`maya.tune.evaluate.layout_inputs`'s digest), if any."""
-        recorded = _read_json(self.root / f"variants-{layout_key}.json")
-        return None if recorded is None else list(recorded["variant_families"])
+    def read_rank_classes(self, layout_key: str) -> dict | None:
+        """The rank classes recorded for `layout_key` (`maya.tune.evaluate.layout_inputs`'s digest), if
+        any: `variant_families` and `rank_to_representative` (string ranks), as a trace's meta.json has them."""
+        return _read_json(self.root / f"classes-{layout_key}.json")
 
-    def write_variant_families(self, layout_key: str, families: list[int], inputs: dict) -> None:
-        _write_json(self.root / f"variants-{layout_key}.json", {"variant_families": list(families), "inputs": inputs})
+    def write_rank_classes(self, layout_key: str, record: dict) -> None:
+        _write_json(self.root / f"classes-{layout_key}.json", record)
 
     def _write_inputs(self, key: str, inputs: dict) -> None:
         path = self.entry(key) / "inputs.json"

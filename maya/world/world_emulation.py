@@ -5,7 +5,8 @@ The phases (see `maya.world.rank_classes` for why they are enough):
 2. one probe rank per informative group family, in parallel, to learn which families change a
    rank's trace (skipped when the caller already knows, from an emulation of the same script and
    layout, e.g. at another micro-batch count);
-3. the remaining class representatives, in parallel;
+3. the remaining class representatives, in parallel (with the classes of an earlier emulation of
+   the layout, phases 1 and 2 are skipped: rank 0 is one of them, and its group table is checked);
 4. with `verify_dedup`, one more member of every class of several ranks, compared row by row.
 
 Every rank emulation is a Ray task of one CPU (so Ray spreads them over the cluster's CPUs) on a
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -197,6 +198,7 @@ def emulate_world(
     max_rank_classes: int | None = None,
     after_rank: RankCheck | None = None,
     first_ranks: Sequence[int] = (),
+    rank_classes: Mapping[int, int] | None = None,
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -221,6 +223,11 @@ def emulate_world(
             memory, `maya.tune.rank_memory_check`).
         first_ranks: ranks to emulate before the others of their phase, in this order (those most
             likely to make `after_rank` stop); the rest go in descending order (`_InProcessRunner.ordered`).
+        rank_classes: every rank -> its class representative, as an earlier emulation of the same
+            script and layout found them (its `WorldEmulation.rank_to_representative`), given with
+            that emulation's `variant_families`: only the representatives are emulated, rank 0 among
+            them in `first_ranks` order rather than first, and rank 0's group table must give the
+            same classes (else RuntimeError). None: rank 0 first, then the classes it implies.
 
     Raises:
         RankFailedError: the script failed on a rank (its traceback and rank are in the message).
@@ -229,6 +236,8 @@ def emulate_world(
         TooManyRankClassesError: more rank classes than `max_rank_classes`.
         RankCheckStop: `after_rank` returned a reason.
     """
+    if rank_classes is not None and (variant_families is None or verify_dedup or not dedup):
+        raise ValueError("rank_classes needs variant_families, dedup, and no verify_dedup")
     progress = progress or log.info
     if not in_process:
         ensure_ray()
@@ -238,6 +247,8 @@ def emulate_world(
     if not dedup:
         results = pool.run(range(world_size), "every rank")
         return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})
+    if rank_classes is not None:
+        return _known_classes(pool, world_size, dict(rank_classes), variant_families, max_rank_classes)
     results = pool.run([0], "rank 0 (its group table decides the rank classes)")
     fams = families(results[0].groups, world_size)
     useful = informative(fams, world_size)
@@ -262,13 +273,7 @@ def emulate_world(
         f"{len(representatives)} rank class(es) over {world_size} ranks; group families "
         + ", ".join(f"#{f.index} (size {f.group_size}): {'varies' if f in variant else 'same trace'}" for f in useful)
     )
-    if max_rank_classes is not None and len(representatives) > max_rank_classes:
-        varying = ", ".join(f"#{f.index} (size {f.group_size})" for f in variant)
-        raise TooManyRankClassesError(
-            f"{len(representatives)} rank classes over {world_size} ranks, more than max_rank_classes={max_rank_classes}: "
-            f"the trace changes with the position in group families {varying} (uneven FSDP shards, say, when a "
-            "dimension does not divide by the data-parallel degree)"
-        )
+    _check_class_count(len(representatives), world_size, max_rank_classes, variant)
     results.update(pool.run([r for r in representatives if r not in results], "class representatives"))
     _check_members(results, rep, fams, fingerprint)
     if verify_dedup:
@@ -278,6 +283,35 @@ def emulate_world(
     return WorldEmulation(
         world_size=world_size, results=results, rank_to_representative=rep, families=fams,
         variant_families=[f.index for f in variant],
+    )
+
+
+def _known_classes(pool: _InProcessRunner, world_size: int, rep: dict[int, int], variant_families: Sequence[int],
+                   max_rank_classes: int | None) -> WorldEmulation:
+    """`emulate_world` when an earlier emulation of the layout found the rank classes `rep`."""
+    representatives = set(rep.values())
+    _check_class_count(len(representatives), world_size, max_rank_classes)
+    results = pool.run(representatives, "class representatives (rank classes of an earlier emulation of this layout)")
+    fams = families(results[0].groups, world_size)
+    variant = [f for f in informative(fams, world_size) if f.index in set(variant_families)]
+    if classes(world_size, variant) != rep:
+        raise RuntimeError(
+            "rank 0's group table gives other rank classes than the earlier emulation of this layout that was "
+            "passed as rank_classes: the script's process groups differ between the two emulations"
+        )
+    return WorldEmulation(world_size=world_size, results=results, rank_to_representative=rep, families=fams,
+                          variant_families=[f.index for f in variant])
+
+
+def _check_class_count(count: int, world_size: int, max_rank_classes: int | None, variant: Sequence[Family] = ()) -> None:
+    """Raise `TooManyRankClassesError` when `count` classes are more than `max_rank_classes`."""
+    if max_rank_classes is None or count <= max_rank_classes:
+        return
+    varying = ", ".join(f"#{f.index} (size {f.group_size})" for f in variant)
+    raise TooManyRankClassesError(
+        f"{count} rank classes over {world_size} ranks, more than max_rank_classes={max_rank_classes}"
+        + (f": the trace changes with the position in group families {varying} (uneven FSDP shards, say, when a "
+           "dimension does not divide by the data-parallel degree)" if variant else "")
     )
 
 

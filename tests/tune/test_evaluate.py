@@ -1,5 +1,6 @@
 """Evaluating configurations in-process (no Ray): real emulation, the cache, OOM and crashes."""
 
+import logging
 import threading
 import time
 
@@ -88,10 +89,10 @@ def test_a_world_of_more_rank_classes_than_allowed_fails_fast(tmp_path):
         pipeline(0)
 
 
-def test_a_layout_probes_its_group_families_once(tmp_path):
-    # Which group families change a rank's trace is learnt by the first emulation of a layout (tp 2 x
-    # pp 2 x FSDP 2 on 8 GPUs: only the pipeline's) and passed to the next configuration of that
-    # layout, at another micro-batch size, which then emulates no probe ranks.
+def test_a_layout_finds_its_rank_classes_once(tmp_path, caplog):
+    # The rank classes are learnt by the first emulation of a layout (tp 2 x pp 2 x FSDP 2 on 8 GPUs:
+    # one class per pipeline stage) and passed to the next configuration of that layout, at another
+    # micro-batch size, which emulates the two representatives only, the last stage first.
     from maya.tune.evaluate import emulate_with_log
     from maya.tune.study import ClusterCandidate, Study
 
@@ -99,10 +100,12 @@ def test_a_layout_probes_its_group_families_once(tmp_path):
 
     given, emulated = [], []
 
-    def emulate(*args, **kwargs):
-        given.append(kwargs["variant_families"])
-        summary = emulate_with_log(*args, **kwargs)
-        emulated.append(sorted(int(rank) for rank in summary.extra["emulation_s"]))
+    def emulate(*args, **kwargs):  # the real emulation; what it was given, and its ranks in their order
+        given.append((kwargs["variant_families"], kwargs["rank_classes"]))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="maya.world.world_emulation"):
+            summary = emulate_with_log(*args, **kwargs)
+        emulated.append([int(r.getMessage().split()[1]) for r in caplog.records if "emulated in" in r.getMessage()])
         return summary
 
     study = Study(
@@ -115,9 +118,11 @@ def test_a_layout_probes_its_group_families_once(tmp_path):
     first = evaluate(study, {"tp": 2, "pp": 2, "dp_mode": "fsdp", "micro_batch": 1}, cache, emulate=emulate)
     second = evaluate(study, {"tp": 2, "pp": 2, "dp_mode": "fsdp", "micro_batch": 2}, cache, emulate=emulate)
     assert first.status is TrialStatus.OK and second.status is TrialStatus.OK, (first.error, second.error)
-    assert given[0] is None and len(given[1]) == 1  # the pipeline family only
-    assert emulated == [[0, 1, 2, 4], [0, 4]]  # rank 0, probes 4 (pp), 2 (dp), 1 (tp); then the stages only
-    assert len(list(tmp_path.glob("variants-*.json"))) == 1
+    assert given[0] == (None, None)
+    families, classes = given[1]
+    assert len(families) == 1 and classes == {r: 0 if r < 4 else 4 for r in range(8)}  # the pipeline's family
+    assert emulated == [[0, 4, 2, 1], [4, 0]]  # rank 0, probes 4 (pp), 2 (dp), 1 (tp); then the stages only
+    assert len(list(tmp_path.glob("classes-*.json"))) == 1
 
 
 def test_pruned_configuration_is_not_emulated(study, tmp_path):

@@ -1,5 +1,6 @@
 """Rank memory checks: the bound from the corners emulated so far, and a pipeline corner stopped at its first rank."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -60,9 +61,10 @@ def _pipeline_study(**fields) -> Study:
     """A tiny GPT over 2 pipeline stages (1F1B) on one node of 2 H100s: 16 micro-batches from 3 and 4."""
     from ray import tune
 
+    fields = {"script_args": ("--steps", "1", "--seq", "32", "--dim", "64", "--layers", "4", "--heads", "4",
+                              "--vocab", "8192"), **fields}
     return Study(
         script=ROOT / "examples" / "train_gpt.py",
-        script_args=("--steps", "1", "--seq", "32", "--dim", "64", "--layers", "4", "--heads", "4", "--vocab", "8192"),
         search_space={"pp": 2, "pp_schedule": tune.choice(["1f1b"]), "micro_batch": 1}, global_batch=16,
         train_steps=100, clusters=(ClusterCandidate(preset="dgx-h100", gpus_per_node=2),), search="grid", **fields,
     )
@@ -79,6 +81,10 @@ def test_a_pipeline_corner_stops_at_the_rank_that_cannot_fit(tmp_path):
     assert fits.peak_reserved_bytes > 101.5e6
     tight = replace(study, max_memory_fraction=101.5e6 / 85_520_809_984)  # of the H100's 79.6 GiB
     cache = TraceCache(tmp_path / "tight")
+    # The first corner in the cache (a study of 3 micro-batches emulates it as its own configuration),
+    # so the scout (below) is skipped and both stages of the first corner are read from the cache.
+    first = evaluate(replace(tight, global_batch=3), config, cache)
+    assert first.status is TrialStatus.OK and first.cache is CacheUse.MISS, first.reason
     outcome = evaluate(tight, config, cache)
     assert outcome.status is TrialStatus.INFEASIBLE and outcome.cache is CacheUse.MISS, outcome.reason
     assert "accum=16, extrapolated from accum=3 and 4 (rank 1) > max_memory_fraction" in outcome.reason
@@ -88,3 +94,36 @@ def test_a_pipeline_corner_stops_at_the_rank_that_cannot_fit(tmp_path):
     # ... and the same configuration again is ruled out by the record of the first, without emulating.
     again = evaluate(tight, config, cache)
     assert again.status is TrialStatus.INFEASIBLE and again.cache is CacheUse.DOMINATED, again.reason
+
+
+def test_a_scout_rules_out_a_pipeline_from_its_last_stage_alone(tmp_path):
+    # With no corner cached, the highest rank (the last stage) is emulated alone at both corners: its
+    # bound at 16 micro-batches is over the limit, so no world is emulated and nothing is cached but
+    # the over-memory record; a limit that fits goes on to the full emulation of both corners.
+    config = {"pp": 2, "pp_schedule": "1f1b", "micro_batch": 1}
+    tight = _pipeline_study(max_memory_fraction=101.5e6 / 85_520_809_984)
+    cache = TraceCache(tmp_path / "tight")
+    outcome = evaluate(tight, config, cache)
+    assert outcome.status is TrialStatus.INFEASIBLE and outcome.cache is CacheUse.MISS, outcome.reason
+    assert "accum=16, extrapolated from accum=3 and 4 (rank 1) > max_memory_fraction" in outcome.reason
+    assert not list(cache.root.glob("*/sims/*.json")) and not list(cache.root.glob("*/trace"))
+    fits = evaluate(_pipeline_study(), config, TraceCache(tmp_path / "room"))
+    assert fits.status is TrialStatus.OK and fits.accum_emulated == "3,4", fits.error
+    assert outcome.peak_reserved_bytes == pytest.approx(fits.peak_reserved_bytes, rel=0.01)
+
+
+def test_a_scout_that_runs_out_of_memory_records_the_point(tmp_path):
+    # A vocabulary of 1M tokens over 4,096 positions: the last stage keeps 15.3 GiB of fp32 logits per
+    # micro-batch and runs out of the H100's memory inside the script at 4 micro-batches (the first
+    # stage would not). That point's cache entry records it, for every configuration that shares it.
+    config = {"pp": 2, "pp_schedule": "1f1b", "micro_batch": 1}
+    wide = _pipeline_study(script_args=("--steps", "1", "--seq", "4096", "--dim", "64", "--layers", "4", "--heads", "4",
+                                        "--vocab", "1000000"))
+    cache = TraceCache(tmp_path)
+    outcome = evaluate(wide, config, cache)
+    assert outcome.status is TrialStatus.INFEASIBLE, outcome.reason
+    assert outcome.reason.startswith("out of memory on h100: torch.OutOfMemoryError")
+    assert outcome.reason.endswith("(at accum=4, emulated to extrapolate to accum=16)")
+    assert outcome.error.startswith("[rank 1] ")
+    assert [json.loads(p.read_text())["status"] for p in cache.root.glob("*/outcome.json")] == ["infeasible"]
+    assert not list(cache.root.glob("*/trace"))

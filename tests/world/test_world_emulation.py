@@ -105,6 +105,27 @@ def test_without_a_known_order_the_last_pipeline_stage_goes_right_after_rank_0(t
     assert [line.split()[1] for line in lines if "emulated in" in line] == ["0", "4"]
 
 
+def test_known_rank_classes_emulate_the_representatives_and_check_rank_0s_groups(tmp_path):
+    # Two pipeline stages of 2 ranks: classes {0, 1}. Given as known, only the representatives run,
+    # the last stage first; classes that rank 0's group table cannot give are an error, not a trace.
+    from maya.world import emulate_world
+
+    args = [*TINY, "--pp", "2", "--accum", "2", "--steps", "1"]
+    first = emulate_world(GPT, args, gpu="h100", world_size=2, local_world_size=2, in_process=True)
+    assert first.rank_to_representative == {0: 0, 1: 1} and len(first.variant_families) == 1
+    lines: list[str] = []
+    again = emulate_world(GPT, args, gpu="h100", world_size=2, local_world_size=2, in_process=True, progress=lines.append,
+                          variant_families=first.variant_families, rank_classes=first.rank_to_representative)
+    assert [line.split()[1] for line in lines if "emulated in" in line] == ["1", "0"]
+    for rank in (0, 1):
+        assert again.results[rank].table.equals(first.results[rank].table)
+    with pytest.raises(RuntimeError, match="rank 0's group table gives other rank classes"):
+        emulate_world(GPT, args, gpu="h100", world_size=2, local_world_size=2, in_process=True,
+                      variant_families=first.variant_families, rank_classes={0: 0, 1: 0})
+    with pytest.raises(ValueError, match="rank_classes needs variant_families"):
+        emulate_world(GPT, args, gpu="h100", world_size=2, local_world_size=2, in_process=True, rank_classes={0: 0, 1: 1})
+
+
 def test_verify_dedup_catches_a_rank_that_differs_only_in_two_dimensions_at_once(ray_local, tmp_path):
     # Probes 1 (tp) and 2 (dp) match rank 0, so all 4 ranks form one class; rank 3 does not match.
     with pytest.raises(DedupMismatchError, match=r"ranks 0 and 3 were put in one class but record different traces"):
