@@ -12,7 +12,7 @@ picks whole signatures of them, the same split `maya fit` held out before the ne
 Each setting is fitted on the rest (the before rows alone, then with the new rows, never a held-out
 signature) and scored on those held-out signatures: median |error|, time-weighted error, and the
 signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` uses for the family),
-`rmse` (shipped with RMSE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE).
+`rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
 `--new` may then be left out.
@@ -42,6 +42,7 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
     variants = {
         "shipped": shipped,
         "rmse": {**shipped, "loss_function": "RMSE"},
+        "mae": {**shipped, "loss_function": "MAE"},
         "shallow": {**shipped, "loss_function": "RMSE", "depth": fit._DEPTH, "learning_rate": fit._LEARNING_RATE,
                     "iterations": 1000},
     }
