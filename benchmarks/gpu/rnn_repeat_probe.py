@@ -1,0 +1,68 @@
+"""Do cuDNN RNN timings repeat within one process, across processes, or only within a lease?
+
+The held-out RNN signatures timed in two sessions (benchmarks/gpu/heldout_ops_h200 and
+heldout_ops_h200_repeat_2) differ by 13% median, some by -37% or +26%, while each timing's own
+p10-p90 spread is a few percent. This probe times the given rows of a profile file with
+`maya profile`'s method (`maya.estimator.profiler._profile_one`: warm-up, CUDA events, L2 flush,
+median) several rounds in one process, and records the GPU's SM and memory clocks around each
+round; run it in several processes of one lease to tell a per-process choice (cuDNN's algorithm)
+from a per-lease one.
+
+    python3 benchmarks/gpu/rnn_repeat_probe.py --profile benchmarks/gpu/heldout_ops_h200/rnn.parquet \
+        --rows 57,69,117,6,68,37,35,36,34,128 --rounds 3 --out OUT/process1.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import torch
+
+from maya.estimator import profiler
+from maya.estimator.profile_grid import ProfileCase
+
+
+def clocks() -> str:
+    """nvidia-smi's current SM and memory clocks, MHz (empty if it cannot be run)."""
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw",
+                               "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except Exception:  # noqa: BLE001 - the clocks are context only
+        return ""
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--profile", required=True, help="a profile parquet file (e.g. the held-out rnn.parquet)")
+    p.add_argument("--rows", required=True, help="comma-separated row indices of that file")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    table = pq.read_table(args.profile).to_pylist()
+    device = torch.device("cuda")
+    env = profiler._environment(device)
+    timer = profiler._Timer(device)
+    rows = [int(i) for i in args.rows.split(",")]
+    results = []
+    for round_ in range(args.rounds):
+        before = clocks()
+        for i in rows:
+            r = table[i]
+            case = ProfileCase(family=r["family"], op=r["op"], input_shapes=tuple(tuple(s) for s in r["input_shapes"]),
+                               input_dtypes=tuple(r["input_dtypes"]), input_strides=tuple(tuple(s) for s in r["input_strides"]),
+                               attrs=json.loads(r["attrs"]), allow_tf32=bool(r["allow_tf32"]))
+            row = profiler._profile_one(case, timer, env, quick=False, seed=i, from_trace=False)
+            results.append({"round": round_, "row": i, "op": r["op"], "recorded_us": r["duration_us"],
+                            "duration_us": row["duration_us"], "p10_us": row["duration_us_p10"],
+                            "p90_us": row["duration_us_p90"], "reps": row["reps"]})
+        results.append({"round": round_, "clocks_before": before, "clocks_after": clocks(), "time": time.time()})
+    Path(args.out).write_text(json.dumps({"env": env, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
