@@ -31,7 +31,7 @@ def clocks() -> str:
     """nvidia-smi's current SM and memory clocks, MHz (empty if it cannot be run)."""
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw",
-                               "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
+                               "--format=csv,noheader"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
     except Exception:  # noqa: BLE001 - the clocks are context only
         return ""
 
