@@ -233,11 +233,18 @@ def _scout(study: Study, config: Mapping[str, Any], candidate: Candidate, depths
     return None
 
 
-def _point_text(study: Study, candidate: Candidate, corner: tuple[int | None, int | None]) -> str:
-    """"at depth=.., accum=.., emulated to extrapolate to depth=.., accum=..": where a point's verdict comes from."""
+def _point_names(study: Study, candidate: Candidate, corner: tuple[int | None, int | None]) -> tuple[str, str]:
+    """("depth=.., accum=..", "depth=.., accum=..") of an extrapolation point and of the full
+    configuration it extrapolates to, on the axes that are extrapolated."""
     at = ", ".join(f"{k}={v}" for k, v in zip(("depth", "accum"), corner) if v is not None)
     goal = ", ".join(f"{k}={v}" for k, v, c in zip(("depth", "accum"), (study.full_depth, candidate.accum), corner)
                      if c is not None)
+    return at, goal
+
+
+def _point_text(study: Study, candidate: Candidate, corner: tuple[int | None, int | None]) -> str:
+    """"at depth=.., accum=.., emulated to extrapolate to depth=.., accum=..": where a point's verdict comes from."""
+    at, goal = _point_names(study, candidate, corner)
     return f"at {at}, emulated to extrapolate to {goal}"
 
 
@@ -272,9 +279,7 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
             recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, layout, check, stage_order(figures))
             layout.learn(figures[depth, accum])
             uses.append(use)
-            at = ", ".join(f"{k}={v}" for k, v in (("depth", depth), ("accum", accum)) if v is not None)
-            goal = ", ".join(f"{k}={v}" for k, v, c in (("depth", study.full_depth, depth), ("accum", candidate.accum, accum))
-                             if c is not None)
+            at, goal = _point_names(study, candidate, (depth, accum))
             if recorded is not None and recorded.get("stopped_at_rank") is not None:
                 return recorded, None, _combined_use(uses)
             if recorded is not None:
