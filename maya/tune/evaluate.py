@@ -204,11 +204,12 @@ def _scout(study: Study, config: Mapping[str, Any], candidate: Candidate, depths
 
     points = [((depth, accum), _at_point(study, config, candidate, depth, accum))
               for accum in accums or (None,) for depth in depths or (None,)]  # `_extrapolated`'s order
-    keys = [emulation_key(_inputs(study, small)) for _, small in points]
+    inputs = [_inputs(study, small) for _, small in points]
+    keys = [emulation_key(i) for i in inputs]
     if any(cache.read_outcome(key) is not None or cache.trace_dir(key) is not None for key in keys):
         return None
     rank, prior = candidate.world_size - 1, {}
-    for (corner, small), key in zip(points, keys):
+    for (corner, small), key, point_inputs in zip(points, keys, inputs):
         check = RankMemoryCheck(
             corner=corner, depths=depths, accums=accums, full_depth=study.full_depth, accum=candidate.accum,
             prior=prior, over_capacity=lambda reserved, at: _over_capacity(study, candidate, reserved, at=at),
@@ -219,12 +220,8 @@ def _scout(study: Study, config: Mapping[str, Any], candidate: Candidate, depths
         if result.exit_code != 0:
             if not result.oom:
                 return None
-            recorded = {
-                "status": TrialStatus.INFEASIBLE.value, "error": f"[rank {rank}] {result.error}",
-                "reason": f"out of memory on {small.cluster.gpu}: {error_summary(result.error, 'OutOfMemoryError')}",
-                "peak_allocated_bytes": result.peak_allocated_bytes, "peak_reserved_bytes": result.peak_reserved_bytes,
-            }
-            cache.write_outcome(key, recorded, _inputs(study, small))  # the world at this point fails so too
+            recorded = {**_script_end(result, small), "error": f"[rank {rank}] {result.error}"}
+            cache.write_outcome(key, recorded, point_inputs)  # the world at this point fails so too
             return {**recorded, "reason": f"{recorded['reason']} ({_point_text(study, candidate, corner)})"}
         reason = check(result)
         if reason is not None:
@@ -435,7 +432,8 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
 
 
 def _script_end(summary, candidate: Candidate) -> dict:
-    """The cluster-independent record of a run that did not finish: out of memory or failed."""
+    """The cluster-independent record of a run that did not finish: out of memory or failed
+    (`summary`: an `EmulationSummary`, or one rank's `RankResult`)."""
     if summary.oom:
         reason = f"out of memory on {candidate.cluster.gpu}: {error_summary(summary.error, 'OutOfMemoryError')}"
         status = TrialStatus.INFEASIBLE
