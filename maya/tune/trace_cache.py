@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -57,7 +58,14 @@ def digest(payload: Any) -> str:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes, hex."""
+    """SHA-256 of a file's bytes, hex; read once per file version (path, size and mtime) in this process:
+    a trial keys its memory record, its layout and every extrapolation point on the script's hash."""
+    stat = os.stat(path)
+    return _sha256_of(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
