@@ -10,6 +10,10 @@ from a per-lease one.
 
     python3 benchmarks/gpu/rnn_repeat_probe.py --profile benchmarks/gpu/heldout_ops_h200/rnn.parquet \
         --rows 57,69,117,6,68,37,35,36,34,128 --rounds 3 --out OUT/process1.json
+    python3 benchmarks/gpu/rnn_repeat_probe.py --summarize benchmarks/gpu/rnn_repeat_h200   # no GPU needed
+
+`--summarize DIR` prints, for every process file in DIR and every row, its rounds' median times (ms)
+and their spread (max / min - 1), and the largest spread.
 """
 
 from __future__ import annotations
@@ -20,11 +24,20 @@ import subprocess
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
-import torch
 
-from maya.estimator import profiler
-from maya.estimator.profile_grid import ProfileCase
+def summarize(directory: Path) -> None:
+    """Print each process file's per-row round times and spread, then the largest spread."""
+    largest = (0.0, "")
+    for path in sorted(directory.glob("process*.json")):
+        by_row: dict[int, list[float]] = {}
+        for r in json.loads(path.read_text())["results"]:
+            if "row" in r:
+                by_row.setdefault(r["row"], []).append(r["duration_us"])
+        for row, times in by_row.items():
+            spread = max(times) / min(times) - 1
+            print(f"{path.stem} row {row:>3}: {', '.join(f'{t / 1e3:.1f}' for t in times)} ms, spread {spread:.1%}")
+            largest = max(largest, (spread, f"{path.stem} row {row}"))
+    print(f"largest spread {largest[0]:.1%} ({largest[1]})")
 
 
 def clocks() -> str:
@@ -38,11 +51,23 @@ def clocks() -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--profile", required=True, help="a profile parquet file (e.g. the held-out rnn.parquet)")
-    p.add_argument("--rows", required=True, help="comma-separated row indices of that file")
+    p.add_argument("--profile", help="a profile parquet file (e.g. the held-out rnn.parquet)")
+    p.add_argument("--rows", help="comma-separated row indices of that file")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--out", required=True)
+    p.add_argument("--out")
+    p.add_argument("--summarize", type=Path, metavar="DIR", help="print the spreads of DIR's process*.json and exit")
     args = p.parse_args()
+    if args.summarize:
+        summarize(args.summarize)
+        return
+    if not (args.profile and args.rows and args.out):
+        p.error("--profile, --rows and --out are needed to time rows")
+    import pyarrow.parquet as pq
+    import torch
+
+    from maya.estimator import profiler
+    from maya.estimator.profile_grid import ProfileCase
+
     table = pq.read_table(args.profile).to_pylist()
     device = torch.device("cuda")
     env = profiler._environment(device)
