@@ -107,6 +107,10 @@ def table_figures(table, study) -> dict:
         "infeasible_emulated_trial_s": round(float(infeasible_emulated["evaluate_s"].sum()), 1),
         # a rank memory check's reason ends "... (rank N) > max_memory_fraction=..." (maya/tune/rank_memory_check.py)
         "stopped_by_rank_check": int(infeasible_emulated["reason"].fillna("").str.contains(r"\(rank \d+\) >").sum()),
+        "best_objective": float(table.loc[table["status"] == "ok", "objective"].min()) if (table["status"] == "ok").any() else None,
+        # failed trials by the exception their reason starts with
+        "failed_by_error": {k: int(v) for k, v in
+                            table.loc[table["status"] == "failed", "reason"].fillna("").str.split(":").str[0].value_counts().items()},
         # where the emulating trials' time went, by pipeline degree: {pp: [trials, trial-seconds]}
         "emulations_by_pp": ({str(pp): [int(len(g)), round(float(g["evaluate_s"].sum()), 1)]
                               for pp, g in emulated.groupby("pp")} if "pp" in emulated else None),
