@@ -86,7 +86,7 @@ def evaluate(
         layout = _LayoutClasses.of(study, config, candidate, cache)
         if accums is None and depths is None:
             recorded, figures, use = _figures(study, candidate, cache, emulate or emulate_with_log, layout)
-            layout.learn(figures)
+            layout.learn(figures, use)
         else:
             recorded, figures, use = _extrapolated(study, config, candidate, depths, accums, cache, emulate or emulate_with_log,
                                                    layout)
@@ -109,38 +109,46 @@ def evaluate(
 class _LayoutClasses:
     """The rank classes of a configuration's layout: which group families change a rank's trace
     (`maya.world.emulate_world`'s `variant_families`) and every rank's class representative. Read from
-    the cache when an emulation of the layout found them, else learnt from this configuration's
-    first emulation and recorded for the next ones, which then emulate neither rank 0 first nor
-    probe ranks, only the representatives."""
+    the cache (only when an emulation needs them) if an emulation of the layout found them, else
+    learnt from this configuration's first emulation and recorded for the next ones, which then
+    emulate neither rank 0 first nor probe ranks, only the representatives."""
 
     cache: TraceCache
     key: str
     inputs: dict
-    families: list[int] | None = None
-    classes: dict[int, int] | None = None
+    record: dict | None = None
+    """The cache's record (`TraceCache.read_rank_classes`), {} when there is none; None until read."""
 
     @classmethod
     def of(cls, study: Study, config: Mapping[str, Any], candidate: Candidate, cache: TraceCache) -> _LayoutClasses:
         inputs = layout_inputs(study, config, candidate)
-        key = digest(inputs)
-        known = cache.read_rank_classes(key) or {}
-        classes = known.get("rank_to_representative")
-        return cls(cache=cache, key=key, inputs=inputs, families=known.get("variant_families"),
-                   classes={int(r): rep for r, rep in classes.items()} if classes is not None else None)
+        return cls(cache=cache, key=digest(inputs), inputs=inputs)
 
-    def learn(self, figures: Mapping[str, Any] | None) -> None:
-        """Record the rank classes of the emulation whose `figures` are given, if none were known."""
+    def _known(self) -> dict:
+        if self.record is None:
+            self.record = self.cache.read_rank_classes(self.key) or {}
+        return self.record
+
+    @property
+    def families(self) -> list[int] | None:
+        return self._known().get("variant_families")
+
+    @property
+    def classes(self) -> dict[int, int] | None:
+        classes = self._known().get("rank_to_representative")
+        return None if classes is None else {int(rank): rep for rank, rep in classes.items()}
+
+    def learn(self, figures: Mapping[str, Any] | None, use: CacheUse) -> None:
+        """Record the rank classes of the emulation (`use` a miss) whose `figures` are given, if none were known."""
         from maya.trace.store import read_meta
 
-        if self.families is not None or not figures or figures.get("variant_families") is None:
+        if use is not CacheUse.MISS or not figures or figures.get("variant_families") is None or self.families is not None:
             return
-        meta = read_meta(figures["trace_dir"]) if figures.get("trace_dir") else {}
-        classes = meta.get("rank_to_representative")
-        if classes is None:
-            return
-        self.cache.write_rank_classes(self.key, {"variant_families": figures["variant_families"],
-                                                 "rank_to_representative": classes, "inputs": self.inputs})
-        self.families, self.classes = list(figures["variant_families"]), {int(r): rep for r, rep in classes.items()}
+        classes = read_meta(figures["trace_dir"]).get("rank_to_representative")
+        if classes is not None:
+            self.record = {"variant_families": figures["variant_families"], "rank_to_representative": classes,
+                           "inputs": self.inputs}
+            self.cache.write_rank_classes(self.key, self.record)
 
 
 def layout_inputs(study: Study, config: Mapping[str, Any], candidate: Candidate) -> dict[str, Any]:
@@ -274,7 +282,7 @@ def _extrapolated(study: Study, config: Mapping[str, Any], candidate: Candidate,
                 prior=figures, over_capacity=lambda reserved, at: _over_capacity(study, candidate, reserved, at=at),
             )
             recorded, figures[depth, accum], use = _figures(study, small, cache, emulate, layout, check, stage_order(figures))
-            layout.learn(figures[depth, accum])
+            layout.learn(figures[depth, accum], use)
             uses.append(use)
             at, goal = _point_names(study, candidate, (depth, accum))
             if recorded is not None and recorded.get("stopped_at_rank") is not None:
