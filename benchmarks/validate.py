@@ -7,6 +7,11 @@ dropped, as are any beyond `warmup + steps`), the predicted peak memory the larg
 `peak_allocated_bytes` over those same iterations: the figures that measure_ground_truth.py
 records on the GPU (median of the timed steps; peak after the reset that follows warm-up).
 
+The measured step time a prediction is scored on is the median over every H200 lease that ran
+measure_ground_truth.py on the workload (benchmarks/validation/ground_truth_h200.json, the first, and
+benchmarks/gpu/host_phase_h200/lease_*): a step set by the host moves by tens of percent with the
+lease's CPU, so one lease is one draw of it. The summary also scores the first lease alone.
+
     python benchmarks/validate.py [--only NAME ...] [--out benchmarks/validation/results_h200.md] [--jobs N]
 
 Prints a markdown table and summary lines, and writes the same markdown (with a header naming the
@@ -44,7 +49,7 @@ REPEATABLE_SPREAD = 0.02
 
 sys.path.insert(0, str(VALIDATION_DIR))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from ground_truth_repeatability import lease_spreads  # noqa: E402
+from ground_truth_repeatability import lease_medians, lease_spreads  # noqa: E402
 from suite import WORKLOADS, Workload  # noqa: E402
 
 # Runs in the child: emulate one script and write its summary as JSON.
@@ -111,10 +116,20 @@ class Row:
     wall_s: float | None = None
     spread: float | None = None
     """max / min - 1 of this workload's measured step time over the H200 leases it was measured on."""
+    leases: int = 1
+    """How many leases measured_ms is the median of."""
+    first_lease_ms: float | None = None
+    """The step time measured on the first lease alone (ground_truth_h200.json), when measured_ms is a
+    median over several."""
 
     @property
     def time_error(self) -> float | None:
         return signed_error(self.predicted_ms, self.measured_ms)
+
+    @property
+    def first_lease_error(self) -> float | None:
+        first = self.measured_ms if self.first_lease_ms is None else self.first_lease_ms
+        return signed_error(self.predicted_ms, first)
 
     @property
     def memory_error(self) -> float | None:
@@ -136,9 +151,9 @@ def _cell(text: str) -> str:
 def format_table(rows: list[Row]) -> str:
     """The markdown table of all rows."""
     lines = [
-        "| workload | held out | measured ms | lease spread | predicted ms | time error % | measured GiB "
+        "| workload | held out | measured ms | leases | lease spread | predicted ms | time error % | measured GiB "
         "| predicted GiB | memory error % | status |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
@@ -148,6 +163,7 @@ def format_table(rows: list[Row]) -> str:
                     r.name,
                     "yes" if r.held_out else "no",
                     _num(r.measured_ms, ".2f"),
+                    str(r.leases),
                     "—" if r.spread is None else f"{100 * r.spread:.1f}%",
                     _num(r.predicted_ms, ".2f"),
                     _pct(r.time_error),
@@ -182,22 +198,24 @@ def summary_lines(rows: list[Row]) -> list[str]:
     if repeatable:
         groups.append((f"repeatable ground truth (lease spread <= {100 * REPEATABLE_SPREAD:.0f}%)", repeatable))
     for label, group in groups:
-        for what, errors in (("time", [r.time_error for r in group]), ("memory", [r.memory_error for r in group])):
-            med, worst, n = error_stats(errors)
-            worst_name = ""
-            if worst is not None:
-                worst_row = max(
-                    (r for r in group if (r.time_error if what == "time" else r.memory_error) is not None),
-                    key=lambda r: abs(r.time_error if what == "time" else r.memory_error),
-                )
-                worst_name = f" ({worst_row.name})"
-            med_s = "—" if med is None else f"{100 * med:.1f}%"
-            worst_s = "—" if worst is None else f"{100 * worst:.1f}%"
-            lines.append(
-                f"- {label} {what}: median |error| {med_s}, worst |error| {worst_s}{worst_name} "
-                f"over {n} of {len(group)} workloads"
-            )
+        for what in ("time", "memory"):
+            lines.append(_summary_line(f"{label} {what}", group, lambda r, what=what: getattr(r, f"{what}_error")))
+    if any(r.leases > 1 for r in rows):
+        for label, group in groups[:3]:
+            lines.append(_summary_line(f"{label} time against the first lease alone", group, lambda r: r.first_lease_error))
     return lines
+
+
+def _summary_line(label: str, group: list[Row], error) -> str:
+    """`- label: median |error| .., worst |error| .. (workload) over n of N workloads` for error(row)."""
+    med, worst, n = error_stats([error(r) for r in group])
+    worst_name = ""
+    if worst is not None:
+        worst_row = max((r for r in group if error(r) is not None), key=lambda r: abs(error(r)))
+        worst_name = f" ({worst_row.name})"
+    med_s = "—" if med is None else f"{100 * med:.1f}%"
+    worst_s = "—" if worst is None else f"{100 * worst:.1f}%"
+    return f"- {label}: median |error| {med_s}, worst |error| {worst_s}{worst_name} over {n} of {len(group)} workloads"
 
 
 def first_line(text: str | None) -> str:
@@ -283,9 +301,11 @@ def header(env: dict, command: str) -> str:
             "- Predicted step time: median `time_ms` over the timed iterations (the first `--warmup` "
             "iterations dropped); predicted memory: max `peak_allocated_bytes` over the same iterations.",
             "- Error = (predicted - measured) / measured. Held-out workloads were never looked at for calibration.",
-            "- Lease spread: max / min - 1 of the workload's measured step time over the H200 leases that measured it "
-            "(this ground truth and `benchmarks/gpu/host_phase_h200/lease_*`; "
-            "`python benchmarks/ground_truth_repeatability.py`). Host-bound steps move with the lease's CPU.",
+            "- Measured ms: the median step time over the `leases` H200 leases that measured the workload "
+            "(this ground truth and `benchmarks/gpu/host_phase_h200/lease_*`, each by measure_ground_truth.py; "
+            "`python benchmarks/ground_truth_repeatability.py` lists them); measured memory: this ground truth's. "
+            "Lease spread: max / min - 1 of those step times. Host-bound steps move with the lease's CPU, so one "
+            "lease is one draw; the last lines score this ground truth's lease alone.",
             f"- Predicted with torch {_version('torch')} and transformers {_version('transformers')} "
             "(the Hugging Face models must be the ground truth's version: `pip install -e .[test]` pins it).",
             f"- Reproduce: `{command}`",
@@ -326,9 +346,12 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
 
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
-    spreads = lease_spreads()
+    spreads, medians = lease_spreads(), lease_medians()
     for r in rows:
         r.spread = spreads.get(r.name)
+        if r.measured_ms is not None and r.name in medians:
+            r.first_lease_ms = r.measured_ms
+            r.measured_ms, r.leases = medians[r.name]
     body = format_table(rows) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
     print(body)
 

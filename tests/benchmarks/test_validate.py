@@ -66,10 +66,10 @@ def test_format_table_and_summary():
                      measured_bytes=GIB, predicted_bytes=None, status="FAILED: Boom | x"),
     ]
     lines = validate.format_table(rows).splitlines()
-    assert lines[0].startswith("| workload | held out | measured ms | lease spread | predicted ms | time error %")
-    assert lines[2] == "| a | no | 100.00 | 0.5% | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | ok |"
-    assert lines[3] == "| b | yes | 40.00 | — | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | ok |"
-    assert lines[4] == "| c | yes | 10.00 | — | — | — | 1.00 | — | — | FAILED: Boom \\| x |"
+    assert lines[0].startswith("| workload | held out | measured ms | leases | lease spread | predicted ms | time error %")
+    assert lines[2] == "| a | no | 100.00 | 1 | 0.5% | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | ok |"
+    assert lines[3] == "| b | yes | 40.00 | 1 | — | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | ok |"
+    assert lines[4] == "| c | yes | 10.00 | 1 | — | — | — | 1.00 | — | — | FAILED: Boom \\| x |"
 
     summary = validate.summary_lines(rows)
     assert summary[0] == "- calibration time: median |error| 10.0%, worst |error| 10.0% (a) over 1 of 1 workloads"
@@ -79,6 +79,35 @@ def test_format_table_and_summary():
     # Only workloads whose ground truth repeated within 2% across leases: a.
     assert summary[6] == ("- repeatable ground truth (lease spread <= 2%) time: median |error| 10.0%, "
                           "worst |error| 10.0% (a) over 1 of 1 workloads")
+
+
+def test_a_median_over_leases_is_also_scored_against_the_first_lease_alone():
+    rows = [
+        validate.Row(name="a", held_out=False, measured_ms=100.0, predicted_ms=110.0, measured_bytes=GIB,
+                     predicted_bytes=GIB, status="ok", leases=3, first_lease_ms=125.0),
+        validate.Row(name="b", held_out=True, measured_ms=40.0, predicted_ms=30.0, measured_bytes=GIB,
+                     predicted_bytes=GIB, status="ok"),
+    ]
+    assert rows[0].time_error == pytest.approx(0.10) and rows[0].first_lease_error == pytest.approx(-0.12)
+    assert rows[1].first_lease_error == rows[1].time_error
+    summary = validate.summary_lines(rows)
+    assert summary[-3] == ("- calibration time against the first lease alone: median |error| 12.0%, "
+                           "worst |error| 12.0% (a) over 1 of 1 workloads")
+    assert summary[-1] == ("- all time against the first lease alone: median |error| 18.5%, "
+                           "worst |error| 25.0% (b) over 2 of 2 workloads")
+    # With one lease per workload there is nothing else to score against: no such lines.
+    rows[0].leases, rows[0].first_lease_ms = 1, None
+    assert not any("first lease" in line for line in validate.summary_lines(rows))
+
+
+def test_lease_medians_take_every_lease_that_measured_the_workload():
+    from ground_truth_repeatability import lease_medians
+
+    scored = {"a": 10.0, "b": 20.0}
+    leases = {"lease_x": {"a": 30.0, "b": 22.0}, "lease_y": {"a": 11.0}}
+    assert lease_medians((scored, leases)) == {"a": (11.0, 3), "b": (21.0, 2)}
+    committed = lease_medians()
+    assert committed["llama_1b_bf16"][1] >= 2 and committed["llama_1b_bf16"][0] == pytest.approx(201.8, rel=0.01)
 
 
 def test_lease_spreads_come_from_the_committed_repeat_measurements():
