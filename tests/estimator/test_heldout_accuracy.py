@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 # family -> (median |error| bound, time-weighted error bound), fractions.
-BOUNDS = {"gemm": (0.09, 0.07), "sdpa": (0.055, 0.05), "conv": (0.25, 0.33)}
+BOUNDS = {"gemm": (0.06, 0.05), "sdpa": (0.04, 0.05), "conv": (0.19, 0.25)}
 
 
 @pytest.fixture(scope="module")
