@@ -45,6 +45,9 @@ class Prediction:
     """The `TOP_N` ops with the most simulated GPU time over all ranks: `op`, `kind`, `gpu_ms`, `share`."""
     top_modules: list[dict]
     """The `TOP_N` modules with the most simulated GPU time over all ranks: `module`, `gpu_ms`, `share`."""
+    top_from_iteration: int
+    """The first iteration `top_ops` and `top_modules` count (`SimulationResult.top_from_iteration`):
+    1 leaves the first iteration's set-up out whenever later iterations exist."""
     model_flops_per_iteration: list[float]
     """FLOPs of each iteration over every rank of the job (`maya.throughput.model_flops_per_iteration`)."""
     world_size: int
@@ -64,6 +67,7 @@ class Prediction:
             "rank_breakdowns_ms": self.rank_breakdowns,
             "top_ops": self.top_ops,
             "top_modules": self.top_modules,
+            "top_from_iteration": self.top_from_iteration,
             "model_flops_per_iteration": statistics.median(flops) if flops else None,
             "cluster": {
                 "name": self.cluster.name, "gpu": self.cluster.gpu, "nodes": self.cluster.nodes,
@@ -131,7 +135,7 @@ def predict(
     iteration_ms = [t / 1000.0 for t in result.iteration_times_us]
     return Prediction(
         iteration_ms=iteration_ms,
-        source_shares=_source_shares(estimated, result.rank_to_representative),
+        source_shares=_source_shares(estimated, result.rank_to_representative, result.top_from_iteration),
         breakdown=_breakdown_ms(result.breakdown[slowest]),
         slowest_rank=slowest,
         rank_breakdowns=[
@@ -141,6 +145,7 @@ def predict(
         ],
         top_ops=_top(result.top_ops, "op"),
         top_modules=_top(result.top_modules, "module"),
+        top_from_iteration=result.top_from_iteration,
         model_flops_per_iteration=model_flops_per_iteration(tables, len(iteration_ms), result.rank_to_representative),
         world_size=result.world_size,
         cluster=cluster,
@@ -157,11 +162,15 @@ def _breakdown_ms(b: RankBreakdown) -> dict[str, float]:
     }
 
 
-def _source_shares(estimated: dict[int, pd.DataFrame], representative: Mapping[int, int]) -> dict[str, float]:
-    """Estimate-source shares over every rank of the job (a representative counts once per member)."""
+def _source_shares(
+    estimated: dict[int, pd.DataFrame], representative: Mapping[int, int], first_iteration: int = 0
+) -> dict[str, float]:
+    """Estimate-source shares over every rank of the job (a representative counts once per member),
+    over the ops of iterations `first_iteration` on, as `top_ops` counts them."""
     members = Counter(representative.values())
     weighted = [
-        df[["estimate_source", "duration_us"]].assign(duration_us=df["duration_us"] * members[rank])
+        df.loc[df["iteration"] >= first_iteration if "iteration" in df.columns else slice(None),
+               ["estimate_source", "duration_us"]].assign(duration_us=lambda d, m=members[rank]: d["duration_us"] * m)
         for rank, df in estimated.items()
     ]
     return {str(k): float(v) for k, v in source_shares(pd.concat(weighted, ignore_index=True)).items()}

@@ -36,7 +36,11 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
                 name += f" ({row['kind']})"
             lines.append(_row(label if i == 0 else "", f"{row['share']:6.1%} {row['gpu_ms']:10.3f} ms  {name}"))
     if d.get("top_ops"):
-        lines.append(_row("", "(share of GPU time over all ranks and iterations)"))
+        if d.get("top_from_iteration", 0) >= 1:
+            lines.append(_row("", "(share of GPU time over all ranks in the iterations after the first, "
+                                  "which also holds set-up; estimates too)"))
+        else:
+            lines.append(_row("", "(share of GPU time over all ranks and iterations)"))
     if sources := d.get("estimate_sources"):
         shown = [f"{source} {share:.0%}" for source, share in sources.items() if share > 0]
         lines.append(_row("estimates", ", ".join(shown) + " of predicted GPU time"))

@@ -27,9 +27,12 @@ class SimulationResult:
     """GPU time per op over all ranks: columns op, kind, total_us, count, share; largest first."""
     top_modules: pd.DataFrame
     """GPU time per module path over all ranks: columns module, total_us, count, share; largest first."""
+    top_from_iteration: int
+    """The first iteration `top_ops` and `top_modules` count: 1 (the steady state, without the first
+    iteration's set-up) when there is GPU work after the first iteration end, else 0."""
     timelines: dict[int, pa.Table]
-    """Representative rank -> one row per trace row: seq, kind, op, module, stream, host_start_us,
-    issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""
+    """Representative rank -> one row per trace row: seq, iteration, kind, op, module, stream,
+    host_start_us, issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""
     rank_to_representative: dict[int, int]
     """Global rank -> the rank whose trace it shares."""
     events_handled: int

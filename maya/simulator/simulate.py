@@ -113,8 +113,11 @@ def _result(
             is_gpu=is_compute | is_comm, is_iteration_end=kind == ITERATION_END, end_us=end,
             host_end_us=end, final_us=final_us,
         )
+        is_end = kind == ITERATION_END
         timelines[rank] = pa.table({
             "seq": tr.labels.column("seq"),
+            # Iteration k holds the rows up to and including the k-th iteration end (0-based).
+            "iteration": pa.array(np.cumsum(is_end) - is_end, pa.int32()),
             "kind": pa.DictionaryArray.from_arrays(pa.array(kind), kind_names),
             "op": tr.labels.column("op"),
             "module": tr.labels.column("module"),
@@ -124,7 +127,7 @@ def _result(
             "start_us": start,
             "end_us": end,
         })
-    top_ops, top_modules = _top(timelines, members)
+    top_ops, top_modules, top_from = _top(timelines, members)
     return SimulationResult(
         world_size=len(representative),
         iteration_times_us=iteration_times_us(ends),
@@ -132,18 +135,27 @@ def _result(
         breakdown=breakdown,
         top_ops=top_ops,
         top_modules=top_modules,
+        top_from_iteration=top_from,
         timelines=timelines,
         rank_to_representative=representative,
         events_handled=events_handled,
     )
 
 
-def _top(timelines: dict[int, pa.Table], members: Counter) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """GPU time per op and per module, summed over every rank of the job (representatives weighted)."""
-    parts = []
+def _top(timelines: dict[int, pa.Table], members: Counter) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """GPU time per op and per module, summed over every rank of the job (representatives weighted),
+    and the first iteration counted: 1 when GPU work follows the first iteration end (the steady
+    state: the first iteration also holds the script's set-up, such as copying the model to the GPU),
+    else 0."""
+    gpu_rows = {}
     for rank, timeline in timelines.items():
         kind = timeline.column("kind").combine_chunks()
-        gpu = timeline.filter(pc.less_equal(kind.indices, COLLECTIVE))
+        gpu_rows[rank] = timeline.filter(pc.less_equal(kind.indices, COLLECTIVE))
+    steady = any(pc.any(pc.greater_equal(t.column("iteration"), 1)).as_py() for t in gpu_rows.values())
+    first = 1 if steady else 0
+    parts = []
+    for rank, gpu in gpu_rows.items():
+        gpu = gpu.filter(pc.greater_equal(gpu.column("iteration"), first))
         weight = members[rank]
         parts.append(pa.table({
             "op": gpu.column("op"),
@@ -161,4 +173,4 @@ def _top(timelines: dict[int, pa.Table], members: Counter) -> tuple[pd.DataFrame
         table["share"] = table["total_us"] / grand_total_us
         return table[[*keys, "total_us", "count", "share"]].sort_values("total_us", ascending=False, ignore_index=True)
 
-    return aggregate(["op", "kind"]), aggregate(["module"])
+    return aggregate(["op", "kind"]), aggregate(["module"]), first

@@ -14,3 +14,19 @@ def test_slowest_rank_is_the_one_the_others_wait_for(trace, nvlink_cluster):
     assert result.breakdown[0].total_us == result.breakdown[1].total_us
     assert result.breakdown[0].idle_us == 20.0 and result.breakdown[1].idle_us == 0.0
     assert result.slowest_rank == 1
+
+
+def test_top_ops_leave_the_first_iterations_set_up_out_when_later_iterations_exist(trace, nvlink_cluster):
+    # Iteration 0: a 500 us model copy, then a step; iterations 1 and 2: the step alone.
+    setup = trace().kernel(500.0, op="aten::_to_copy", module="").kernel(10.0, op="aten::mm", module="fc")
+    steps = setup.iteration_end().kernel(10.0, op="aten::mm", module="fc").iteration_end()
+    result = simulate({0: steps.kernel(10.0, op="aten::mm", module="fc").iteration_end().table()}, nvlink_cluster)
+    assert result.top_from_iteration == 1
+    assert result.top_ops["op"].tolist() == ["aten::mm"]
+    assert result.top_ops["total_us"].iloc[0] == 20.0 and result.top_ops["share"].iloc[0] == 1.0
+    assert result.timelines[0].column("iteration").to_pylist() == [0, 0, 0, 1, 1, 2, 2]
+    # One iteration only: nothing to leave out.
+    single = simulate({0: trace().kernel(500.0, op="aten::_to_copy").kernel(10.0).iteration_end().table()},
+                      nvlink_cluster)
+    assert single.top_from_iteration == 0
+    assert single.top_ops.set_index("op")["total_us"].to_dict() == {"aten::_to_copy": 500.0, "aten::mm": 10.0}

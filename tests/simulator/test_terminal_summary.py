@@ -81,6 +81,10 @@ def test_terminal_summary_one_page():
     assert "layers.4" in text and "layers.5" not in text
     assert "exact 75%, catboost 25% of predicted GPU time" in text
     assert "/runs/t/timeline.json (open it in https://ui.perfetto.dev)" in text
+    assert "(share of GPU time over all ranks and iterations)" in text
+    steady = terminal_summary(_summary(extra=_extra(top_from_iteration=1)))
+    assert ("(share of GPU time over all ranks in the iterations after the first, which also holds set-up; "
+            "estimates too)") in steady
 
 
 def test_terminal_summary_out_of_memory_and_other_gpu():
