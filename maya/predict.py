@@ -45,9 +45,10 @@ class Prediction:
     """The `TOP_N` ops with the most simulated GPU time over all ranks: `op`, `kind`, `gpu_ms`, `share`."""
     top_modules: list[dict]
     """The `TOP_N` modules with the most simulated GPU time over all ranks: `module`, `gpu_ms`, `share`."""
-    top_from_iteration: int
-    """The first iteration `top_ops` and `top_modules` count (`SimulationResult.top_from_iteration`):
-    1 leaves the first iteration's set-up out whenever later iterations exist."""
+    from_iteration: int
+    """The first iteration `breakdown`, `rank_breakdowns`, `top_ops`, `top_modules` and `source_shares`
+    count (`SimulationResult.from_iteration`): 1 leaves the first iteration's set-up out whenever
+    later iterations exist."""
     model_flops_per_iteration: list[float]
     """FLOPs of each iteration over every rank of the job (`maya.throughput.model_flops_per_iteration`)."""
     world_size: int
@@ -67,7 +68,7 @@ class Prediction:
             "rank_breakdowns_ms": self.rank_breakdowns,
             "top_ops": self.top_ops,
             "top_modules": self.top_modules,
-            "top_from_iteration": self.top_from_iteration,
+            "from_iteration": self.from_iteration,
             "model_flops_per_iteration": statistics.median(flops) if flops else None,
             "cluster": {
                 "name": self.cluster.name, "gpu": self.cluster.gpu, "nodes": self.cluster.nodes,
@@ -135,7 +136,7 @@ def predict(
     iteration_ms = [t / 1000.0 for t in result.iteration_times_us]
     return Prediction(
         iteration_ms=iteration_ms,
-        source_shares=_source_shares(estimated, result.rank_to_representative, result.top_from_iteration),
+        source_shares=_source_shares(estimated, result.rank_to_representative, result.from_iteration),
         breakdown=_breakdown_ms(result.breakdown[slowest]),
         slowest_rank=slowest,
         rank_breakdowns=[
@@ -145,7 +146,7 @@ def predict(
         ],
         top_ops=_top(result.top_ops, "op"),
         top_modules=_top(result.top_modules, "module"),
-        top_from_iteration=result.top_from_iteration,
+        from_iteration=result.from_iteration,
         model_flops_per_iteration=model_flops_per_iteration(tables, len(iteration_ms), result.rank_to_representative),
         world_size=result.world_size,
         cluster=cluster,

@@ -36,7 +36,7 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
                 name += f" ({row['kind']})"
             lines.append(_row(label if i == 0 else "", f"{row['share']:6.1%} {row['gpu_ms']:10.3f} ms  {name}"))
     if d.get("top_ops"):
-        if d.get("top_from_iteration", 0) >= 1:
+        if d.get("from_iteration", 0) >= 1:
             lines.append(_row("", "(share of GPU time over all ranks in the iterations after the first, "
                                   "which also holds set-up; estimates too)"))
         else:
@@ -117,7 +117,8 @@ def _breakdown(d: dict, world_size: int) -> list[str]:
         who = f"rank {slowest} (slowest)"
     else:
         who = "rank 0" if world_size == 1 else "slowest rank"
-    lines = [_row("breakdown", f"{who}, all iterations: {total:,.2f} ms"), _row("", _buckets(b, total))]
+    span = "iterations after the first" if d.get("from_iteration", 0) >= 1 else "all iterations"
+    lines = [_row("breakdown", f"{who}, {span}: {total:,.2f} ms"), _row("", _buckets(b, total))]
     if len(ranks) > 1:
         for r in ranks[:_SHOWN_RANKS]:
             label = f"rank {r['rank']}" + (f" (x{r['members']})" if r["members"] > 1 else "")

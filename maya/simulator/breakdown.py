@@ -1,6 +1,7 @@
 """`RankBreakdown`: where one rank's time went, from its simulated timeline.
 
-Every microsecond of a rank's span [0, end] falls in exactly one bucket:
+Every microsecond of a rank's span [0, end] (or of its steady state, the iterations after the
+first) falls in exactly one bucket:
 compute (some kernel or memcpy runs), exposed communication (a collective runs and no compute
 does), host-bound (the GPU is idle and the next GPU op started as soon as the host issued it, or the
 host is still working after the GPU finished), idle (the GPU is idle waiting on a dependency: a
@@ -56,10 +57,16 @@ def union_length_us(starts: np.ndarray, ends: np.ndarray) -> float:
 
 def rank_breakdown(
     *, rank: int, members: int, total_us: float, is_compute: np.ndarray, is_comm: np.ndarray,
-    issue_us: np.ndarray, start_us: np.ndarray, end_us: np.ndarray,
+    issue_us: np.ndarray, start_us: np.ndarray, end_us: np.ndarray, window_start_us: float = 0.0,
 ) -> RankBreakdown:
-    """Split a rank's span into the buckets of `RankBreakdown` (all arrays are per trace row)."""
+    """Split a rank's span into the buckets of `RankBreakdown` (all arrays are per trace row).
+
+    The span is [window_start_us, window_start_us + total_us]: from the start of the simulation, or
+    from the end of an iteration for the steady state (pass the rows of the later iterations only;
+    GPU intervals are clipped to the window)."""
     gpu = is_compute | is_comm
+    start_us = np.maximum(start_us, window_start_us)
+    end_us = np.maximum(end_us, window_start_us)
     compute_us = union_length_us(start_us[is_compute], end_us[is_compute])
     comm_us = union_length_us(start_us[is_comm], end_us[is_comm])
     busy_us = union_length_us(start_us[gpu], end_us[gpu])
@@ -68,11 +75,11 @@ def rank_breakdown(
     s, e, issued = start_us[gpu], end_us[gpu], issue_us[gpu]
     order = np.argsort(s, kind="stable")
     s, e, issued = s[order], e[order], issued[order]
-    covered = np.concatenate(([0.0], np.maximum.accumulate(e)[:-1])) if len(s) else np.zeros(0)
+    covered = np.concatenate(([window_start_us], np.maximum.accumulate(e)[:-1])) if len(s) else np.zeros(0)
     gaps = np.clip(s - covered, 0.0, None)
     host_limited = s <= issued + 1e-9
-    gpu_end = float(e.max()) if len(e) else 0.0
-    tail_us = max(0.0, total_us - gpu_end)
+    gpu_end = float(e.max()) if len(e) else window_start_us
+    tail_us = max(0.0, window_start_us + total_us - gpu_end)
     host_bound_us = float(gaps[host_limited].sum()) + tail_us
     idle_us = float(gaps[~host_limited].sum())
     return RankBreakdown(

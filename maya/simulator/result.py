@@ -22,14 +22,15 @@ class SimulationResult:
     rank_iteration_ends_us: dict[int, tuple[float, ...]]
     """Representative rank -> when it finished each iteration."""
     breakdown: dict[int, RankBreakdown]
-    """Representative rank -> where its time went."""
+    """Representative rank -> where its time went, from `from_iteration` on."""
     top_ops: pd.DataFrame
     """GPU time per op over all ranks: columns op, kind, total_us, count, share; largest first."""
     top_modules: pd.DataFrame
     """GPU time per module path over all ranks: columns module, total_us, count, share; largest first."""
-    top_from_iteration: int
-    """The first iteration `top_ops` and `top_modules` count: 1 (the steady state, without the first
-    iteration's set-up) when there is GPU work after the first iteration end, else 0."""
+    from_iteration: int
+    """The first iteration `breakdown`, `top_ops` and `top_modules` count: 1 (the steady state,
+    without the first iteration's set-up) when there is GPU work after the first iteration end, else 0
+    (the whole run)."""
     timelines: dict[int, pa.Table]
     """Representative rank -> one row per trace row: seq, iteration, kind, op, module, stream,
     host_start_us, issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""

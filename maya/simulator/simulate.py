@@ -97,7 +97,7 @@ def _check_ranks(traces: Mapping, representative: dict[int, int], cluster: Clust
 def _result(
     states: dict[int, RankState], representative: dict[int, int], members: Counter, events_handled: int
 ) -> SimulationResult:
-    timelines, breakdown, ends = {}, {}, {}
+    timelines, breakdown, ends, rows = {}, {}, {}, {}
     kind_names = pa.array([KIND_NAMES[c] for c in range(len(KIND_NAMES))])
     for rank, state in states.items():
         tr = state.trace
@@ -105,19 +105,17 @@ def _result(
         issue, start, end = np.asarray(state.issue_us), np.asarray(state.start_us), np.asarray(state.end_us)
         is_compute, is_comm = kind <= MEMCPY, kind == COLLECTIVE
         final_us = state.final_time_us()
-        breakdown[rank] = rank_breakdown(
-            rank=rank, members=members[rank], total_us=final_us, is_compute=is_compute, is_comm=is_comm,
-            issue_us=issue, start_us=start, end_us=end,
-        )
         ends[rank] = rank_iteration_ends_us(
             is_gpu=is_compute | is_comm, is_iteration_end=kind == ITERATION_END, end_us=end,
             host_end_us=end, final_us=final_us,
         )
         is_end = kind == ITERATION_END
+        # Iteration k holds the rows up to and including the k-th iteration end (0-based).
+        iteration = (np.cumsum(is_end) - is_end).astype(np.int32)
+        rows[rank] = (is_compute, is_comm, issue, start, end, iteration, final_us)
         timelines[rank] = pa.table({
             "seq": tr.labels.column("seq"),
-            # Iteration k holds the rows up to and including the k-th iteration end (0-based).
-            "iteration": pa.array(np.cumsum(is_end) - is_end, pa.int32()),
+            "iteration": pa.array(iteration, pa.int32()),
             "kind": pa.DictionaryArray.from_arrays(pa.array(kind), kind_names),
             "op": tr.labels.column("op"),
             "module": tr.labels.column("module"),
@@ -127,7 +125,18 @@ def _result(
             "start_us": start,
             "end_us": end,
         })
-    top_ops, top_modules, top_from = _top(timelines, members)
+    # The steady state: the iterations after the first, when any rank has GPU work in them (the
+    # first also holds the script's set-up, such as copying the model to the GPU).
+    first = int(any(((c | m) & (it >= 1)).any() for c, m, _, _, _, it, _ in rows.values()))
+    for rank, (is_compute, is_comm, issue, start, end, iteration, final_us) in rows.items():
+        keep = iteration >= first
+        window_start = float(ends[rank][0]) if first else 0.0
+        breakdown[rank] = rank_breakdown(
+            rank=rank, members=members[rank], total_us=max(final_us - window_start, 0.0),
+            is_compute=is_compute[keep], is_comm=is_comm[keep], issue_us=issue[keep], start_us=start[keep],
+            end_us=end[keep], window_start_us=window_start,
+        )
+    top_ops, top_modules = _top(timelines, members, first)
     return SimulationResult(
         world_size=len(representative),
         iteration_times_us=iteration_times_us(ends),
@@ -135,27 +144,21 @@ def _result(
         breakdown=breakdown,
         top_ops=top_ops,
         top_modules=top_modules,
-        top_from_iteration=top_from,
+        from_iteration=first,
         timelines=timelines,
         rank_to_representative=representative,
         events_handled=events_handled,
     )
 
 
-def _top(timelines: dict[int, pa.Table], members: Counter) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """GPU time per op and per module, summed over every rank of the job (representatives weighted),
-    and the first iteration counted: 1 when GPU work follows the first iteration end (the steady
-    state: the first iteration also holds the script's set-up, such as copying the model to the GPU),
-    else 0."""
-    gpu_rows = {}
+def _top(timelines: dict[int, pa.Table], members: Counter, first: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """GPU time per op and per module of iterations `first` on, summed over every rank of the job
+    (representatives weighted)."""
+    parts = []
     for rank, timeline in timelines.items():
         kind = timeline.column("kind").combine_chunks()
-        gpu_rows[rank] = timeline.filter(pc.less_equal(kind.indices, COLLECTIVE))
-    steady = any(pc.any(pc.greater_equal(t.column("iteration"), 1)).as_py() for t in gpu_rows.values())
-    first = 1 if steady else 0
-    parts = []
-    for rank, gpu in gpu_rows.items():
-        gpu = gpu.filter(pc.greater_equal(gpu.column("iteration"), first))
+        keep = pc.and_(pc.less_equal(kind.indices, COLLECTIVE), pc.greater_equal(timeline.column("iteration"), first))
+        gpu = timeline.filter(keep)
         weight = members[rank]
         parts.append(pa.table({
             "op": gpu.column("op"),
@@ -173,4 +176,4 @@ def _top(timelines: dict[int, pa.Table], members: Counter) -> tuple[pd.DataFrame
         table["share"] = table["total_us"] / grand_total_us
         return table[[*keys, "total_us", "count", "share"]].sort_values("total_us", ascending=False, ignore_index=True)
 
-    return aggregate(["op", "kind"]), aggregate(["module"]), first
+    return aggregate(["op", "kind"]), aggregate(["module"])

@@ -21,12 +21,16 @@ def test_top_ops_leave_the_first_iterations_set_up_out_when_later_iterations_exi
     setup = trace().kernel(500.0, op="aten::_to_copy", module="").kernel(10.0, op="aten::mm", module="fc")
     steps = setup.iteration_end().kernel(10.0, op="aten::mm", module="fc").iteration_end()
     result = simulate({0: steps.kernel(10.0, op="aten::mm", module="fc").iteration_end().table()}, nvlink_cluster)
-    assert result.top_from_iteration == 1
+    assert result.from_iteration == 1
     assert result.top_ops["op"].tolist() == ["aten::mm"]
     assert result.top_ops["total_us"].iloc[0] == 20.0 and result.top_ops["share"].iloc[0] == 1.0
     assert result.timelines[0].column("iteration").to_pylist() == [0, 0, 0, 1, 1, 2, 2]
+    # The breakdown spans the same iterations: from the end of the first (510 us) to the last (530 us).
+    b = result.breakdown[0]
+    assert (b.total_us, b.compute_us, b.host_bound_us, b.idle_us) == (20.0, 20.0, 0.0, 0.0)
     # One iteration only: nothing to leave out.
     single = simulate({0: trace().kernel(500.0, op="aten::_to_copy").kernel(10.0).iteration_end().table()},
                       nvlink_cluster)
-    assert single.top_from_iteration == 0
+    assert single.from_iteration == 0
     assert single.top_ops.set_index("op")["total_us"].to_dict() == {"aten::_to_copy": 500.0, "aten::mm": 10.0}
+    assert single.breakdown[0].total_us == 510.0

@@ -82,7 +82,8 @@ def test_terminal_summary_one_page():
     assert "exact 75%, catboost 25% of predicted GPU time" in text
     assert "/runs/t/timeline.json (open it in https://ui.perfetto.dev)" in text
     assert "(share of GPU time over all ranks and iterations)" in text
-    steady = terminal_summary(_summary(extra=_extra(top_from_iteration=1)))
+    steady = terminal_summary(_summary(extra=_extra(from_iteration=1)))
+    assert "rank 1 (slowest), iterations after the first: 100.00 ms" in steady
     assert ("(share of GPU time over all ranks in the iterations after the first, which also holds set-up; "
             "estimates too)") in steady
 
