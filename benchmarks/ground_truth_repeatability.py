@@ -53,6 +53,18 @@ def lease_spreads(measured: tuple[dict[str, float], dict[str, dict[str, float]]]
     return out
 
 
+def lease_ranges(measured: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None
+                 ) -> dict[str, tuple[float, float]]:
+    """Workload -> (fastest, slowest) step time over the scored ground truth and every other lease
+    that measured it; `measured` as `measurements()` returns it."""
+    scored, leases = measured or measurements()
+    out = {}
+    for name, base in scored.items():
+        times = [base, *(t[name] for t in leases.values() if name in t)]
+        out[name] = (min(times), max(times))
+    return out
+
+
 def lease_medians(measured: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None
                   ) -> dict[str, tuple[float, int]]:
     """Workload -> (median of its step time over the scored ground truth and every other lease that

@@ -49,7 +49,7 @@ REPEATABLE_SPREAD = 0.02
 
 sys.path.insert(0, str(VALIDATION_DIR))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from ground_truth_repeatability import lease_medians, lease_spreads  # noqa: E402
+from ground_truth_repeatability import lease_medians, lease_ranges, lease_spreads  # noqa: E402
 from suite import WORKLOADS, Workload  # noqa: E402
 
 # Runs in the child: emulate one script and write its summary as JSON.
@@ -121,6 +121,15 @@ class Row:
     first_lease_ms: float | None = None
     """The step time measured on the first lease alone (ground_truth_h200.json), when measured_ms is a
     median over several."""
+    lease_range_ms: tuple[float, float] | None = None
+    """The fastest and slowest step time the leases measured."""
+
+    @property
+    def within_leases(self) -> bool | None:
+        """Whether the predicted step time lies within the leases' measured range (None if unknown)."""
+        if self.predicted_ms is None or self.lease_range_ms is None:
+            return None
+        return self.lease_range_ms[0] <= self.predicted_ms <= self.lease_range_ms[1]
 
     @property
     def time_error(self) -> float | None:
@@ -203,6 +212,10 @@ def summary_lines(rows: list[Row]) -> list[str]:
     if any(r.leases > 1 for r in rows):
         for label, group in groups[:3]:
             lines.append(_summary_line(f"{label} time against the first lease alone", group, lambda r: r.first_lease_error))
+        known = [r for r in rows if r.within_leases is not None and r.leases > 1]
+        inside = [r.name for r in known if r.within_leases]
+        lines.append(f"- predicted step time within the range the leases measured: {len(inside)} of {len(known)} "
+                     "workloads measured on more than one lease")
     return lines
 
 
@@ -346,12 +359,13 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
 
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
-    spreads, medians = lease_spreads(), lease_medians()
+    spreads, medians, ranges = lease_spreads(), lease_medians(), lease_ranges()
     for r in rows:
         r.spread = spreads.get(r.name)
         if r.measured_ms is not None and r.name in medians:
             r.first_lease_ms = r.measured_ms
             r.measured_ms, r.leases = medians[r.name]
+            r.lease_range_ms = ranges[r.name]
     body = format_table(rows) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
     print(body)
 

@@ -91,10 +91,19 @@ def test_a_median_over_leases_is_also_scored_against_the_first_lease_alone():
     assert rows[0].time_error == pytest.approx(0.10) and rows[0].first_lease_error == pytest.approx(-0.12)
     assert rows[1].first_lease_error == rows[1].time_error
     summary = validate.summary_lines(rows)
-    assert summary[-3] == ("- calibration time against the first lease alone: median |error| 12.0%, "
+    assert summary[-4] == ("- calibration time against the first lease alone: median |error| 12.0%, "
                            "worst |error| 12.0% (a) over 1 of 1 workloads")
-    assert summary[-1] == ("- all time against the first lease alone: median |error| 18.5%, "
+    assert summary[-2] == ("- all time against the first lease alone: median |error| 18.5%, "
                            "worst |error| 25.0% (b) over 2 of 2 workloads")
+    # No lease range known yet: none to count.
+    assert summary[-1] == ("- predicted step time within the range the leases measured: 0 of 0 "
+                           "workloads measured on more than one lease")
+    rows[0].lease_range_ms = (95.0, 125.0)
+    assert rows[0].within_leases is True and rows[1].within_leases is None
+    assert validate.summary_lines(rows)[-1] == ("- predicted step time within the range the leases measured: "
+                                                "1 of 1 workloads measured on more than one lease")
+    rows[0].lease_range_ms = (111.0, 125.0)
+    assert rows[0].within_leases is False
     # With one lease per workload there is nothing else to score against: no such lines.
     rows[0].leases, rows[0].first_lease_ms = 1, None
     assert not any("first lease" in line for line in validate.summary_lines(rows))
