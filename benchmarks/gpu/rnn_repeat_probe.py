@@ -14,6 +14,19 @@ from a per-lease one.
 
 `--summarize DIR` prints, for every process file in DIR and every row, its rounds' median times (ms)
 and their spread (max / min - 1), and the largest spread.
+
+`--rows all` times every row of the file. A process file is rewritten after every round, so a
+process stopped by a time limit keeps its finished rounds. To score the models against the median
+of several processes instead of one timing per signature (no GPU needed for this step):
+
+    python3 benchmarks/gpu/rnn_repeat_probe.py --profile benchmarks/gpu/heldout_ops_h200/rnn.parquet \
+        --rows all --rounds 1 --out OUT/process1.json        # one process each, on the GPU
+    python benchmarks/gpu/rnn_repeat_probe.py --summarize OUT --profile benchmarks/gpu/heldout_ops_h200/rnn.parquet \
+        --median-out DIR/rnn.parquet
+    python benchmarks/estimator_accuracy.py --heldout DIR --repeat /nonexistent --autotuned /nonexistent
+
+`--median-out` writes the profile's rows that every process file timed, each with `duration_us` the
+median over all their rounds (the profile's own timing kept as `duration_us_single`).
 """
 
 from __future__ import annotations
@@ -40,6 +53,36 @@ def summarize(directory: Path) -> None:
     print(f"largest spread {largest[0]:.1%} ({largest[1]})")
 
 
+def write_medians(directory: Path, profile: Path, out: Path) -> int:
+    """Write `profile`'s rows timed in every process file of `directory`, `duration_us` the median of
+    all their rounds (the original in `duration_us_single`); returns the number of rows written."""
+    import statistics
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted(directory.glob("process*.json"))
+    if not files:
+        raise SystemExit(f"no process*.json in {directory}")
+    per_file = []
+    for path in files:
+        by_row: dict[int, list[float]] = {}
+        for r in json.loads(path.read_text())["results"]:
+            if "row" in r:
+                by_row.setdefault(r["row"], []).append(r["duration_us"])
+        per_file.append(by_row)
+    rows = sorted(set.intersection(*(set(f) for f in per_file)))
+    if not rows:
+        raise SystemExit(f"no row was timed by every process file of {directory}")
+    table = pq.read_table(profile).take(pa.array(rows))
+    medians = [statistics.median([t for f in per_file for t in f[i]]) for i in rows]
+    table = table.append_column("duration_us_single", table.column("duration_us"))
+    table = table.set_column(table.schema.get_field_index("duration_us"), "duration_us", pa.array(medians))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, out)
+    return len(rows)
+
+
 def clocks() -> str:
     """nvidia-smi's current SM and memory clocks, MHz (empty if it cannot be run)."""
     try:
@@ -52,13 +95,20 @@ def clocks() -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", help="a profile parquet file (e.g. the held-out rnn.parquet)")
-    p.add_argument("--rows", help="comma-separated row indices of that file")
+    p.add_argument("--rows", help="comma-separated row indices of that file, or `all`")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out")
     p.add_argument("--summarize", type=Path, metavar="DIR", help="print the spreads of DIR's process*.json and exit")
+    p.add_argument("--median-out", type=Path, metavar="FILE",
+                   help="with --summarize and --profile: write the rows with their median over DIR's files")
     args = p.parse_args()
     if args.summarize:
         summarize(args.summarize)
+        if args.median_out:
+            if not args.profile:
+                p.error("--median-out needs --profile (the file the rows were timed from)")
+            n = write_medians(args.summarize, Path(args.profile), args.median_out)
+            print(f"wrote {n} rows with their median time to {args.median_out}")
         return
     if not (args.profile and args.rows and args.out):
         p.error("--profile, --rows and --out are needed to time rows")
@@ -72,7 +122,7 @@ def main() -> None:
     device = torch.device("cuda")
     env = profiler._environment(device)
     timer = profiler._Timer(device)
-    rows = [int(i) for i in args.rows.split(",")]
+    rows = list(range(len(table))) if args.rows == "all" else [int(i) for i in args.rows.split(",")]
     results = []
     for round_ in range(args.rounds):
         before = clocks()
@@ -86,7 +136,7 @@ def main() -> None:
                             "duration_us": row["duration_us"], "p10_us": row["duration_us_p10"],
                             "p90_us": row["duration_us_p90"], "reps": row["reps"]})
         results.append({"round": round_, "clocks_before": before, "clocks_after": clocks(), "time": time.time()})
-    Path(args.out).write_text(json.dumps({"env": env, "results": results}, indent=1))
+        Path(args.out).write_text(json.dumps({"env": env, "results": results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,40 @@
+"""benchmarks/gpu/rnn_repeat_probe.py --median-out: the held-out RNN rows with their median over processes."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HELDOUT_RNN = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200" / "rnn.parquet"
+_spec = importlib.util.spec_from_file_location("rnn_repeat_probe", ROOT / "benchmarks" / "gpu" / "rnn_repeat_probe.py")
+probe = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(probe)
+
+
+def _process(path: Path, times: dict[int, list[float]]) -> None:
+    results = [{"round": k, "row": row, "duration_us": t} for row, ts in times.items() for k, t in enumerate(ts)]
+    results.append({"round": 0, "clocks_before": "", "clocks_after": "", "time": 0.0})
+    path.write_text(json.dumps({"env": {}, "results": results}))
+
+
+def test_median_over_every_process_and_round_of_the_rows_all_processes_timed(tmp_path):
+    _process(tmp_path / "process1.json", {3: [100.0, 130.0], 5: [10.0]})
+    _process(tmp_path / "process2.json", {3: [120.0], 5: [30.0], 7: [1.0]})  # row 7: one process only
+    out = tmp_path / "median" / "rnn.parquet"
+    assert probe.write_medians(tmp_path, HELDOUT_RNN, out) == 2
+    written, original = pq.read_table(out), pq.read_table(HELDOUT_RNN)
+    assert written.column("duration_us").to_pylist() == [120.0, 20.0]
+    assert written.column("duration_us_single").to_pylist() == original.column("duration_us").to_pylist()[3:6:2]
+    assert written.column("attrs").to_pylist() == original.column("attrs").to_pylist()[3:6:2]
+
+
+def test_no_common_row_is_an_error(tmp_path):
+    _process(tmp_path / "process1.json", {3: [1.0]})
+    _process(tmp_path / "process2.json", {4: [1.0]})
+    with pytest.raises(SystemExit, match="no row was timed by every process file"):
+        probe.write_medians(tmp_path, HELDOUT_RNN, tmp_path / "x.parquet")
+    with pytest.raises(SystemExit, match="no process"):
+        probe.write_medians(tmp_path / "empty", HELDOUT_RNN, tmp_path / "x.parquet")
