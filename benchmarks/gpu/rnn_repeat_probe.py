@@ -15,8 +15,8 @@ from a per-lease one.
 `--summarize DIR` prints, for every process file in DIR and every row, its rounds' median times (ms)
 and their spread (max / min - 1), and the largest spread.
 
-`--rows all` times every row of the file. A process file is rewritten after every round, so a
-process stopped by a time limit keeps its finished rounds. To score the models against the median
+`--rows all` times every row of the file. A process file is rewritten after every row, so a
+process stopped by a time limit keeps what it timed (`--median-out` takes the rows every file has). To score the models against the median
 of several processes instead of one timing per signature (no GPU needed for this step):
 
     python3 benchmarks/gpu/rnn_repeat_probe.py --profile benchmarks/gpu/heldout_ops_h200/rnn.parquet \
@@ -135,6 +135,7 @@ def main() -> None:
             results.append({"round": round_, "row": i, "op": r["op"], "recorded_us": r["duration_us"],
                             "duration_us": row["duration_us"], "p10_us": row["duration_us_p10"],
                             "p90_us": row["duration_us_p90"], "reps": row["reps"]})
+            Path(args.out).write_text(json.dumps({"env": env, "results": results}, indent=1))
         results.append({"round": round_, "clocks_before": before, "clocks_after": clocks(), "time": time.time()})
         Path(args.out).write_text(json.dumps({"env": env, "results": results}, indent=1))
 
