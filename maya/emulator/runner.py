@@ -67,7 +67,7 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
     exit_code, error, oom = 0, None, False
     session = EmulationSession(config, elapsed_time_ms)
     try:
-        with session as state:
+        with session:
             try:
                 runpy.run_path(str(path), run_name="__main__")
             except SystemExit as e:

@@ -34,11 +34,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS
+from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, dtype_name
 from maya.emulator.op_cost import op_cost
 from maya.estimator.host_overhead import measure_host_overhead
 from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, ProfileCase, grid
-from maya.estimator.replay import Replay, build_replay, dtype_name, encode_arguments
+from maya.estimator.replay import Replay, build_replay, encode_arguments
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from maya.emulator.attrs import dtype_name, encode_call, flatten_tensors
+from maya.emulator.attrs import encode_call, flatten_tensors
 
 FLOAT_FILL_ABS = "abs"
 """Fill rule: |randn|, for tensors that must be non-negative (variances, second moments)."""
@@ -119,9 +119,9 @@ def build_replay(
     fills = _fill_rules(base, raw_args, raw_kwargs, input_shapes)
 
     tensors = []
-    for i, (shape, dtype_name) in enumerate(zip(input_shapes, input_dtypes)):
+    for i, (shape, dtype_text) in enumerate(zip(input_shapes, input_dtypes)):
         strides = input_strides[i] if input_strides is not None and i < len(input_strides) else None
-        tensors.append(_make_tensor(list(shape), strides, _dtype(dtype_name), device, fills.get(i)))
+        tensors.append(_make_tensor(list(shape), strides, _dtype(dtype_text), device, fills.get(i)))
 
     args = [_decode(a, tensors, device) for a in raw_args]
     kwargs = {k: _decode(v, tensors, device) for k, v in raw_kwargs.items()}
