@@ -15,7 +15,9 @@ signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` use
 `rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
-`--new` may then be left out.
+`--new` may then be left out. `--by-file` also scores the held-out rows of each profile file apart,
+and for convolutions the rows of the fixed grid's CNN layers (`profile_grid.CONV_LAYERS`: ResNet's
+and ViT's patch embedding, groups 1, at the grid's batch sizes) apart from the random draws.
 Runs on a CPU (CatBoost, 2 threads); a GEMM fit of 80,000 rows takes about two minutes on 2 cores.
 """
 
@@ -60,6 +62,21 @@ def _subsample(keys: np.ndarray, fraction: float) -> np.ndarray:
     return holdout_mask(keys, fraction, 1)
 
 
+def _conv_grid_layer(features) -> np.ndarray:
+    """Whether each convolution row is one of the fixed grid's CNN layers (`CONV_LAYERS`, groups 1,
+    dilation 1, batch 16, 64 or 256), read from its features (padding is not a feature: ignored)."""
+    from maya.estimator.profile_grid import CONV_LAYERS
+
+    f = features.reset_index(drop=True)
+    layer = set()
+    for cin, hw, cout, k, stride, _ in CONV_LAYERS:
+        layer.add((round(np.log2(cin), 6), round(np.log2(hw), 6), round(np.log2(cout), 6), k * k, stride * stride))
+    key = zip(f["log2_c_in"].round(6), f["log2_h_in"].round(6), f["log2_c_out"].round(6), f["kernel_numel"],
+              f["stride_prod"])
+    return (np.array([k in layer for k in key]) & (f["log2_groups"].to_numpy() == 0)
+            & (f["dilation_prod"].to_numpy() == 1) & f["log2_batch"].isin([4.0, 6.0, 8.0]).to_numpy())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--family", required=True)
@@ -68,6 +85,7 @@ def main() -> None:
                    help="comma-separated fractions of the before rows' training signatures to fit on (default 1)")
     p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, shallow")
     p.add_argument("--profiles", type=Path, default=PROFILES)
+    p.add_argument("--by-file", action="store_true", help="also score each profile file's held-out rows apart")
     args = p.parse_args()
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
     from maya.estimator.fit import error_metrics, holdout_mask, import_catboost
@@ -83,15 +101,19 @@ def main() -> None:
     for path in files:
         table = pq.read_table(path)
         table = table.filter(pc.equal(table.column("family"), args.family))
-        parts.append(table.append_column("is_new", pa.array(np.full(table.num_rows, path.name in args.new))))
+        table = table.append_column("is_new", pa.array(np.full(table.num_rows, path.name in args.new)))
+        parts.append(table.append_column("source_file", pa.array(np.full(table.num_rows, path.name))))
     rows = pa.concat_tables(parts, promote_options="permissive")
     measured = rows.column("duration_us").to_numpy().astype(np.float64)
     is_new = rows.column("is_new").to_numpy(zero_copy_only=False)
+    source_file = np.asarray(rows.column("source_file").to_pylist(), dtype=object)
     keys = signature_keys(rows)
     features = extract_features(rows, load_gpu("h200"))
     names = list(features_for_family(args.family))
     categorical = [n for n in names if n in CATEGORICAL_FEATURES]
     x = features[names].reset_index(drop=True)
+    if args.by_file and args.family == "conv":
+        source_file = np.where(_conv_grid_layer(features), source_file + " (grid CNN layers)", source_file)
     roofline_us = np.exp2(features["log2_roofline_us"].to_numpy())
     y = np.log(measured / roofline_us)
     held_keys = keys[~is_new][holdout_mask(keys[~is_new], 0.2, 0)]
@@ -119,6 +141,12 @@ def main() -> None:
             signed = f"{np.median(relative):+.1%}" if small.any() else "no such ops"
             print(f"| {label} ({int(train.sum())}) | {name} | {metrics['median_ape']:.1%} | "
                   f"{metrics['time_weighted_error']:.1%} | {signed} |", flush=True)
+            if args.by_file:
+                for file in sorted(set(source_file[test])):
+                    mine = source_file[test] == file
+                    m = error_metrics(predicted[mine], measured[test][mine])
+                    print(f"| {label}, held-out rows of {file} ({int(mine.sum())}) | {name} | {m['median_ape']:.1%} | "
+                          f"{m['time_weighted_error']:.1%} | |", flush=True)
 
 
 if __name__ == "__main__":
