@@ -12,7 +12,8 @@ picks whole signatures of them, the same split `maya fit` held out before the ne
 Each setting is fitted on the rest (the before rows alone, then with the new rows, never a held-out
 signature) and scored on those held-out signatures: median |error|, time-weighted error, and the
 signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` uses for the family),
-`rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE).
+`rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE),
+`deeper` (shipped with depth 10).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
 `--new` may then be left out. `--by-file` also scores the held-out rows of each profile file apart,
@@ -47,6 +48,7 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
         "mae": {**shipped, "loss_function": "MAE"},
         "shallow": {**shipped, "loss_function": "RMSE", "depth": fit._DEPTH, "learning_rate": fit._LEARNING_RATE,
                     "iterations": 1000},
+        "deeper": {**shipped, "depth": 10},
     }
     if name not in variants:
         raise SystemExit(f"unknown setting {name!r}; choose from {', '.join(variants)}")
@@ -83,7 +85,7 @@ def main() -> None:
     p.add_argument("--new", nargs="*", default=[], help="file names in --profiles whose rows are the new ones")
     p.add_argument("--fractions", default="1",
                    help="comma-separated fractions of the before rows' training signatures to fit on (default 1)")
-    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, shallow")
+    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, mae, shallow, deeper")
     p.add_argument("--profiles", type=Path, default=PROFILES)
     p.add_argument("--by-file", action="store_true", help="also score each profile file's held-out rows apart")
     args = p.parse_args()
