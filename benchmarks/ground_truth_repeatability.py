@@ -40,41 +40,26 @@ def measurements() -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     return step_times([SCORED]), leases
 
 
-def lease_spreads(measured: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None) -> dict[str, float]:
-    """Workload -> max / min - 1 of its step time over the scored ground truth and every other lease
-    that measured it (only workloads measured on more than one lease); `measured` as `measurements()`
-    returns it, read from the files when None."""
+Measured = tuple[dict[str, float], dict[str, dict[str, float]]]
+"""What `measurements()` returns: the scored ground truth's step times and each lease's."""
+
+
+def lease_times(measured: Measured | None = None) -> dict[str, list[float]]:
+    """Workload -> its step times (ms): the scored ground truth's first, then every other lease that
+    measured it; `measured` as `measurements()` returns it, read from the files when None."""
     scored, leases = measured or measurements()
-    out = {}
-    for name, base in scored.items():
-        others = [t[name] for t in leases.values() if name in t]
-        if others:
-            out[name] = max(base, *others) / min(base, *others) - 1.0
-    return out
+    return {name: [base, *(t[name] for t in leases.values() if name in t)] for name, base in scored.items()}
 
 
-def lease_ranges(measured: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None
-                 ) -> dict[str, tuple[float, float]]:
-    """Workload -> (fastest, slowest) step time over the scored ground truth and every other lease
-    that measured it; `measured` as `measurements()` returns it."""
-    scored, leases = measured or measurements()
-    out = {}
-    for name, base in scored.items():
-        times = [base, *(t[name] for t in leases.values() if name in t)]
-        out[name] = (min(times), max(times))
-    return out
+def lease_spreads(measured: Measured | None = None) -> dict[str, float]:
+    """Workload -> max / min - 1 of its step time over the leases that measured it (only workloads
+    measured on more than one lease)."""
+    return {name: max(t) / min(t) - 1.0 for name, t in lease_times(measured).items() if len(t) > 1}
 
 
-def lease_medians(measured: tuple[dict[str, float], dict[str, dict[str, float]]] | None = None
-                  ) -> dict[str, tuple[float, int]]:
-    """Workload -> (median of its step time over the scored ground truth and every other lease that
-    measured it, how many leases that is); `measured` as `measurements()` returns it."""
-    scored, leases = measured or measurements()
-    out = {}
-    for name, base in scored.items():
-        times = [base, *(t[name] for t in leases.values() if name in t)]
-        out[name] = (statistics.median(times), len(times))
-    return out
+def lease_medians(measured: Measured | None = None) -> dict[str, tuple[float, int]]:
+    """Workload -> (median of its step time over the leases that measured it, how many leases that is)."""
+    return {name: (statistics.median(t), len(t)) for name, t in lease_times(measured).items()}
 
 
 def main() -> None:

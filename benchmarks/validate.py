@@ -48,7 +48,7 @@ REPEATABLE_SPREAD = 0.02
 
 sys.path.insert(0, str(VALIDATION_DIR))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from ground_truth_repeatability import lease_medians, lease_ranges, lease_spreads  # noqa: E402
+from ground_truth_repeatability import lease_medians, lease_spreads, lease_times, measurements  # noqa: E402
 from suite import WORKLOADS, Workload  # noqa: E402
 
 # Runs in the child: emulate one script and write its summary as JSON.
@@ -358,13 +358,14 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
 
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
-    spreads, medians, ranges = lease_spreads(), lease_medians(), lease_ranges()
+    measured = measurements()  # every lease's file, read once
+    times, spreads, medians = lease_times(measured), lease_spreads(measured), lease_medians(measured)
     for r in rows:
         r.spread = spreads.get(r.name)
         if r.measured_ms is not None and r.name in medians:
             r.first_lease_ms = r.measured_ms
             r.measured_ms, r.leases = medians[r.name]
-            r.lease_range_ms = ranges[r.name]
+            r.lease_range_ms = (min(times[r.name]), max(times[r.name]))
     body = format_table(rows) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
     print(body)
 
