@@ -38,15 +38,20 @@ import time
 from pathlib import Path
 
 
+def times_by_row(path: Path) -> dict[int, list[float]]:
+    """A process file's round times (us) per profile row."""
+    by_row: dict[int, list[float]] = {}
+    for r in json.loads(path.read_text())["results"]:
+        if "row" in r:
+            by_row.setdefault(r["row"], []).append(r["duration_us"])
+    return by_row
+
+
 def summarize(directory: Path) -> None:
     """Print each process file's per-row round times and spread, then the largest spread."""
     largest = (0.0, "")
     for path in sorted(directory.glob("process*.json")):
-        by_row: dict[int, list[float]] = {}
-        for r in json.loads(path.read_text())["results"]:
-            if "row" in r:
-                by_row.setdefault(r["row"], []).append(r["duration_us"])
-        for row, times in by_row.items():
+        for row, times in times_by_row(path).items():
             spread = max(times) / min(times) - 1
             print(f"{path.stem} row {row:>3}: {', '.join(f'{t / 1e3:.1f}' for t in times)} ms, spread {spread:.1%}")
             largest = max(largest, (spread, f"{path.stem} row {row}"))
@@ -64,13 +69,7 @@ def write_medians(directory: Path, profile: Path, out: Path) -> int:
     files = sorted(directory.glob("process*.json"))
     if not files:
         raise SystemExit(f"no process*.json in {directory}")
-    per_file = []
-    for path in files:
-        by_row: dict[int, list[float]] = {}
-        for r in json.loads(path.read_text())["results"]:
-            if "row" in r:
-                by_row.setdefault(r["row"], []).append(r["duration_us"])
-        per_file.append(by_row)
+    per_file = [times_by_row(path) for path in files]
     rows = sorted(set.intersection(*(set(f) for f in per_file)))
     if not rows:
         raise SystemExit(f"no row was timed by every process file of {directory}")
