@@ -47,7 +47,7 @@ def times_by_row(path: Path) -> dict[int, list[float]]:
     return by_row
 
 
-def summarize(directory: Path) -> None:
+def summarize(directory: Path, profile: Path | None = None) -> None:
     """Print each process file's per-row round times and spread, then the largest spread."""
     largest = (0.0, "")
     for path in sorted(directory.glob("process*.json")):
@@ -56,6 +56,43 @@ def summarize(directory: Path) -> None:
             print(f"{path.stem} row {row:>3}: {', '.join(f'{t / 1e3:.1f}' for t in times)} ms, spread {spread:.1%}")
             largest = max(largest, (spread, f"{path.stem} row {row}"))
     print(f"largest spread {largest[0]:.1%} ({largest[1]})")
+    between_processes(directory, profile)
+
+
+def between_processes(directory: Path, profile: Path | None) -> None:
+    """Print how much each row's time moves between the process files (their medians over rounds):
+    median over rows of max / min - 1, and sum(max - min) / sum(min) weighted by time. With the
+    profile the rows came from, also apart for rows under and over 10 us per time step (the median
+    time over the sequence length, layers and directions): cuDNN's standard RNN algorithm launches
+    kernels per step, so a step near the host's launch rate moves with the host."""
+    import statistics
+
+    per_file = [times_by_row(path) for path in sorted(directory.glob("process*.json"))]
+    rows = sorted(set.intersection(*(set(f) for f in per_file))) if len(per_file) > 1 else []
+    if not rows:
+        return
+    times = [[statistics.median(f[i]) for f in per_file] for i in rows]
+    spreads = [max(t) / min(t) - 1 for t in times]
+    weighted = sum(max(t) - min(t) for t in times) / sum(min(t) for t in times)
+    print(f"between {len(per_file)} processes, {len(rows)} rows: median spread {statistics.median(spreads):.1%}, "
+          f"time-weighted {weighted:.1%}, largest {max(spreads):.1%}")
+    if profile is None:
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from maya.estimator.features import extract_features
+    from maya.hardware import load_gpu
+
+    f = extract_features(pq.read_table(profile).take(pa.array(rows)), load_gpu("h200")).reset_index(drop=True)
+    steps = (2 ** f["log2_seq"] * f["num_layers"] * (1 + f["bidirectional"])).to_numpy()
+    per_step = [statistics.median(t) / n for t, n in zip(times, steps)]
+    for label, keep in (("under 10 us per step", lambda u: u < 10), ("10 us per step or more", lambda u: u >= 10)):
+        mine = [k for k, u in enumerate(per_step) if keep(u)]
+        if mine:
+            part = [times[k] for k in mine]
+            print(f"  {label}: {len(mine)} rows, median spread {statistics.median(spreads[k] for k in mine):.1%}, "
+                  f"time-weighted {sum(max(t) - min(t) for t in part) / sum(min(t) for t in part):.1%}")
 
 
 def write_medians(directory: Path, profile: Path, out: Path) -> int:
@@ -102,7 +139,7 @@ def main() -> None:
                    help="with --summarize and --profile: write the rows with their median over DIR's files")
     args = p.parse_args()
     if args.summarize:
-        summarize(args.summarize)
+        summarize(args.summarize, Path(args.profile) if args.profile else None)
         if args.median_out:
             if not args.profile:
                 p.error("--median-out needs --profile (the file the rows were timed from)")
