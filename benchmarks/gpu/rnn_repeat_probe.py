@@ -57,6 +57,21 @@ def summarize(directory: Path, profile: Path | None = None) -> None:
             largest = max(largest, (spread, f"{path.stem} row {row}"))
     print(f"largest spread {largest[0]:.1%} ({largest[1]})")
     between_processes(directory, profile)
+    against_recorded(directory)
+
+
+def against_recorded(directory: Path) -> None:
+    """Print each process file's times over the profile's recorded ones: median, range, and the rows
+    more than 10% away."""
+    import statistics
+
+    for path in sorted(directory.glob("process*.json")):
+        pairs = [(r["duration_us"], r["recorded_us"]) for r in json.loads(path.read_text())["results"]
+                 if "row" in r and r.get("recorded_us")]
+        if pairs:
+            ratios = [new / old for new, old in pairs]
+            print(f"{path.stem} against the recorded timing, {len(pairs)} rows: median ratio {statistics.median(ratios):.3f}, "
+                  f"range {min(ratios):.3f}-{max(ratios):.3f}, {sum(abs(r - 1) > 0.1 for r in ratios)} rows more than 10% away")
 
 
 def between_processes(directory: Path, profile: Path | None) -> None:
