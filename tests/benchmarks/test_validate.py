@@ -124,7 +124,7 @@ def test_lease_spreads_come_from_the_committed_repeat_measurements():
 
     spreads = lease_spreads()
     # GPU-bound: the same step on every lease; host-bound: it moves with the CPU.
-    assert spreads["llama_1b_bf16"] < 0.01 and spreads["gpt2_124m_bf16"] < 0.01
+    assert spreads["llama_1b_bf16"] < 0.02 and spreads["gpt2_124m_bf16"] < 0.02  # repeatable: within 2%
     assert spreads["mlp_tiny_adamw"] > 0.2
 
 
