@@ -37,3 +37,25 @@ def test_the_floor_bounds_tiny_ops():
     assert scales == {"elementwise": 4.0} and error == pytest.approx(0.0)
     _, _, error = calibrate._fit(used, 5.0, 0.8)  # 6 * 1 - 5 = 1: still exact
     assert error == pytest.approx(0.0)
+
+
+def test_kernel_overlap_counts_kernels_on_parallel_streams_once(tmp_path):
+    # A profiler Chrome trace: an RNN whose two layers' kernels overlap on two streams, and a GEMM
+    # whose two kernels run one after the other on one stream.
+    import gzip
+    import json
+
+    def cpu_op(name, ext):
+        return {"cat": "cpu_op", "name": name, "ts": 0, "dur": 100, "args": {"External id": ext}}
+
+    def kernel(ext, ts, dur, stream):
+        return {"cat": "kernel", "name": "k", "ts": ts, "dur": dur, "args": {"External id": ext, "stream": stream}}
+
+    events = [cpu_op("aten::_cudnn_rnn", 1), cpu_op("aten::mm", 2),
+              kernel(1, 0, 10, 21), kernel(1, 5, 10, 22), kernel(1, 15, 10, 21), kernel(1, 20, 10, 22),
+              kernel(2, 40, 10, 7), kernel(2, 50, 10, 7), kernel(99, 0, 10, 7)]  # 99: no op, ignored
+    path = tmp_path / "w.trace.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    ratio = calibrate.kernel_overlap(path)
+    assert ratio == {"aten::_cudnn_rnn": pytest.approx(30 / 40), "aten::mm": pytest.approx(1.0)}
