@@ -10,7 +10,7 @@ within 30 minutes on the 2-core machine.
     python benchmarks/tune_throughput.py --num-samples 3000                # as many trials as 30 minutes allow
     python benchmarks/tune_throughput.py --minutes 5 --json benchmarks/results/tune_throughput.json
     python benchmarks/tune_throughput.py --config examples/tune_gpt.py --minutes 10
-    python benchmarks/tune_throughput.py --trials benchmarks/results/tune_throughput_llama_depth34_trials.csv
+    python benchmarks/tune_throughput.py --trials benchmarks/results/tune_throughput_llama_depth34_trials.csv.gz
 """
 
 import argparse
@@ -34,7 +34,7 @@ def main() -> None:
     p.add_argument("--json", metavar="PATH", help="write the measured figures here")
     p.add_argument("--note", default="", help="what else ran on the machine, kept in the JSON")
     p.add_argument("--trials", metavar="CSV", help="no study: print the figures of a recorded results table "
-                   "(e.g. benchmarks/results/tune_throughput_llama_depth34_trials.csv)")
+                   "(e.g. benchmarks/results/tune_throughput_llama_depth34_trials.csv.gz)")
     args = p.parse_args()
     if args.trials:
         import pandas as pd

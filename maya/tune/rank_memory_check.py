@@ -5,7 +5,7 @@ and/or two micro-batch counts, up to four corners) used to learn that it does no
 corners, from the rank the summary reports. In a study of a 70B-class model most pipelined
 configurations do not fit, and each corner emulates every pipeline stage, one after another
 (emulated infeasible configurations took 2,651 of 3,569 trial-seconds of
-benchmarks/results/tune_throughput_llama_three_corners_rerun_trials.csv: `python
+benchmarks/results/tune_throughput_llama_three_corners_rerun_trials.csv.gz: `python
 benchmarks/tune_throughput.py --trials` on it). Here every rank is checked as soon as it is
 emulated, against the corners already emulated *for that rank*, and the corner's emulation stops
 (`maya.world.RankCheckStop`) at the first rank whose memory, bounded from below, exceeds the GPU:
