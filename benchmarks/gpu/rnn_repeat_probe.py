@@ -32,6 +32,7 @@ median over all their rounds (the profile's own timing kept as `duration_us_sing
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import time
@@ -134,6 +135,10 @@ def write_medians(directory: Path, profile: Path, out: Path) -> int:
     return len(rows)
 
 
+SLEEP_CYCLES_PER_MS = 1_980_000
+"""torch.cuda._sleep counts SM cycles: the H200 runs at 1,980 MHz under load (nvidia-smi, `clocks`)."""
+
+
 def clocks() -> str:
     """nvidia-smi's current SM and memory clocks, MHz (empty if it cannot be run)."""
     try:
@@ -148,6 +153,10 @@ def main() -> None:
     p.add_argument("--profile", help="a profile parquet file (e.g. the held-out rnn.parquet)")
     p.add_argument("--rows", help="comma-separated row indices of that file, or `all`")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--sleep-before", action="store_true",
+                   help="queue a GPU sleep of 1.5x the row's recorded time (at least 1 ms) before each timed "
+                        "run, so that the host has launched the op's kernels before the GPU reaches them: "
+                        "the op's GPU time without the host's launch rate")
     p.add_argument("--out")
     p.add_argument("--summarize", type=Path, metavar="DIR", help="print the spreads of DIR's process*.json and exit")
     p.add_argument("--median-out", type=Path, metavar="FILE",
@@ -182,6 +191,9 @@ def main() -> None:
             case = ProfileCase(family=r["family"], op=r["op"], input_shapes=tuple(tuple(s) for s in r["input_shapes"]),
                                input_dtypes=tuple(r["input_dtypes"]), input_strides=tuple(tuple(s) for s in r["input_strides"]),
                                attrs=json.loads(r["attrs"]), allow_tf32=bool(r["allow_tf32"]))
+            if args.sleep_before:
+                case = dataclasses.replace(case, sleep_before=True)
+                profiler.SLEEP_BEFORE_CYCLES = int(max(1.0, 1.5 * r["duration_us"] / 1e3) * SLEEP_CYCLES_PER_MS)
             row = profiler._profile_one(case, timer, env, quick=False, seed=i, from_trace=False)
             results.append({"round": round_, "row": i, "op": r["op"], "recorded_us": r["duration_us"],
                             "duration_us": row["duration_us"], "p10_us": row["duration_us_p10"],
