@@ -135,10 +135,6 @@ def write_medians(directory: Path, profile: Path, out: Path) -> int:
     return len(rows)
 
 
-SLEEP_CYCLES_PER_MS = 1_980_000
-"""torch.cuda._sleep counts SM cycles: the H200 runs at 1,980 MHz under load (nvidia-smi, `clocks`)."""
-
-
 def clocks() -> str:
     """nvidia-smi's current SM and memory clocks, MHz (empty if it cannot be run)."""
     try:
@@ -154,8 +150,8 @@ def main() -> None:
     p.add_argument("--rows", help="comma-separated row indices of that file, or `all`")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--sleep-before", action="store_true",
-                   help="queue a GPU sleep of 1.5x the row's recorded time (at least 1 ms) before each timed "
-                        "run, so that the host has launched the op's kernels before the GPU reaches them: "
+                   help="queue a GPU sleep of at least 1.5x the row's recorded time (and 1 ms) before each timed "
+                        "run (the profiler now does so for every RNN, from the op's own untimed run), so that the host has launched the op's kernels before the GPU reaches them: "
                         "the op's GPU time without the host's launch rate")
     p.add_argument("--out")
     p.add_argument("--summarize", type=Path, metavar="DIR", help="print the spreads of DIR's process*.json and exit")
@@ -193,7 +189,7 @@ def main() -> None:
                                attrs=json.loads(r["attrs"]), allow_tf32=bool(r["allow_tf32"]))
             if args.sleep_before:
                 case = dataclasses.replace(case, sleep_before=True)
-                profiler.SLEEP_BEFORE_CYCLES = int(max(1.0, 1.5 * r["duration_us"] / 1e3) * SLEEP_CYCLES_PER_MS)
+                profiler.SLEEP_BEFORE_CYCLES = int(max(1.0, 1.5 * r["duration_us"] / 1e3) * profiler.SLEEP_CYCLES_PER_MS)
             row = profiler._profile_one(case, timer, env, quick=False, seed=i, from_trace=False)
             results.append({"round": round_, "row": i, "op": r["op"], "recorded_us": r["duration_us"],
                             "duration_us": row["duration_us"], "p10_us": row["duration_us_p10"],

@@ -58,7 +58,22 @@ QUICK_REPS = 3
 """Timed repetitions in quick mode."""
 
 SLEEP_BEFORE_CYCLES = 1_000_000
-"""GPU clock cycles (about 0.5 ms) of `torch.cuda._sleep` before ops whose host launch is slow."""
+"""Fewest GPU clock cycles (about 0.5 ms) of `torch.cuda._sleep` before ops whose host launch is slow."""
+
+SLEEP_CYCLES_PER_MS = 1_980_000
+"""SM clock cycles per millisecond for `torch.cuda._sleep` (an H200 under load runs at 1,980 MHz)."""
+
+SLEEP_FAMILIES = frozenset({"rnn"})
+"""Families always timed behind a GPU sleep: a cuDNN RNN launches kernels for every time step, and
+timed on an idle GPU it runs at the host's launch rate (twice its GPU time, and 23% apart between
+processes of one machine: benchmarks/gpu/rnn_heldout_sleep_h200/COMMANDS.md). Maya models host time
+apart, so a profile records the GPU's time."""
+
+
+def sleep_cycles(once_ms: float) -> int:
+    """Cycles of GPU sleep before a timed run of an op whose one untimed run took `once_ms` of wall
+    time: 1.5x that (the host launches the op's kernels within it), at least SLEEP_BEFORE_CYCLES."""
+    return max(SLEEP_BEFORE_CYCLES, int(1.5 * once_ms * SLEEP_CYCLES_PER_MS))
 
 PROGRESS_EVERY = 200
 """Log a progress line every this many signatures."""
@@ -128,8 +143,9 @@ class _Timer:
         self.synchronize()
         return (time.perf_counter() - start) * 1e3
 
-    def time_us(self, fn: Callable[[], Any], reps: int, sleep_before: bool) -> list[float]:
-        """Durations of `reps` runs, in microseconds, each after an L2 flush."""
+    def time_us(self, fn: Callable[[], Any], reps: int, sleep_cycles: int = 0) -> list[float]:
+        """Durations of `reps` runs, in microseconds, each after an L2 flush (and `sleep_cycles` of
+        GPU sleep, which hides the host's launch of the run behind it)."""
         if not self.is_cuda:
             durations = []
             for _ in range(reps):
@@ -142,8 +158,8 @@ class _Timer:
         for start, end in zip(starts, ends):
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
-            if sleep_before and self.can_sleep:
-                torch.cuda._sleep(SLEEP_BEFORE_CYCLES)
+            if sleep_cycles and self.can_sleep:
+                torch.cuda._sleep(sleep_cycles)
             start.record()
             fn()
             end.record()
@@ -355,7 +371,8 @@ def _profile_one(
         reps = QUICK_REPS
     else:
         reps = max(MIN_REPS, min(MAX_REPS, int(TIME_BUDGET_PER_SIGNATURE_MS / max(once_ms, 1e-3))))
-    durations = sorted(timer.time_us(replay, reps, case.sleep_before))
+    sleep = sleep_cycles(once_ms) if case.sleep_before or case.family in SLEEP_FAMILIES else 0
+    durations = sorted(timer.time_us(replay, reps, sleep))
     row = _signature_columns(case, replay, outputs, from_trace)
     row.update(
         family=case.family,

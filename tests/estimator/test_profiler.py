@@ -230,3 +230,14 @@ def test_the_sdpa_grid_times_float32_attention_on_the_memory_efficient_backend()
     assert {c.op for c in cases} == {"aten::_scaled_dot_product_efficient_attention",
                                      "aten::_scaled_dot_product_efficient_attention_backward"}
     assert {c.input_shapes[0][2] for c in cases} >= {128, 1024, 8192}
+
+
+def test_the_gpu_sleep_before_a_launch_bound_op_outlasts_its_launch():
+    # An RNN whose one untimed run took 20 ms of wall time sleeps 30 ms (at the H200's 1,980 MHz)
+    # before each timed run, so its kernels are all queued before the GPU reaches them; a short op
+    # keeps the floor.
+    from maya.estimator.profiler import SLEEP_BEFORE_CYCLES, SLEEP_CYCLES_PER_MS, SLEEP_FAMILIES, sleep_cycles
+
+    assert "rnn" in SLEEP_FAMILIES
+    assert sleep_cycles(20.0) == int(30.0 * SLEEP_CYCLES_PER_MS)
+    assert sleep_cycles(0.01) == SLEEP_BEFORE_CYCLES
