@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import io
 import json
 import statistics
@@ -94,8 +95,9 @@ def main() -> None:
         lines.append(line)
 
     held_out = {w.name for w in WORKLOADS if w.held_out}
-    leases = sorted(d for d in DATA.iterdir() if d.is_dir())
-    names = sorted({f.stem for lease in leases for f in lease.glob("*.json")} & {w.name for w in WORKLOADS})
+    # The leases the probe ran on (lease_d onwards measured the ground truth alone, no microbenchmarks).
+    leases = sorted(d for d in DATA.iterdir() if d.is_dir() and any(d.glob("host_overhead*.json")))
+    names = sorted({f.name.split(".")[0] for lease in leases for f in lease.glob("*.json.gz")} & {w.name for w in WORKLOADS})
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         traces = {n: emulated_trace(n, Path(tmp)) for n in names if n not in held_out}
@@ -104,10 +106,10 @@ def main() -> None:
         for lease in leases:
             figures = lease_figures(lease)
             for name, trace in traces.items():
-                path = lease / f"{name}.json"
+                path = lease / f"{name}.json.gz"  # host_phase_probe.py's output, gzipped
                 if not path.exists():
                     continue
-                measured = measured_phases(json.loads(path.read_text()))
+                measured = measured_phases(json.loads(gzip.decompress(path.read_bytes())))
                 model = modelled_phases(trace, figures)
                 busy = json.loads((OP_TIMES / f"{name}.json").read_text())["kernel_busy_ms"]
                 checkpoints = "--checkpoint" in next(w for w in WORKLOADS if w.name == name).argv

@@ -18,11 +18,12 @@ Only torch and the standard library are imported. Run from the repository root o
 
     python3 benchmarks/gpu/host_phase_probe.py --out DIR moe_top2_bf16 vit_base_bf16 ...
 
-It writes DIR/<workload>.json for each workload and DIR/mode_overhead.json.
+It writes DIR/<workload>.json.gz (gzipped JSON) for each workload and DIR/mode_overhead.json.
 """
 
 import argparse
 import contextlib
+import gzip
 import io
 import json
 import runpy
@@ -159,8 +160,8 @@ def main():
         threads = {}
         ops = [{"op": op, "t_us": (t - t0) * 1e6, "thread": threads.setdefault(tid, len(threads)), "backward": bw}
                for t, op, tid, bw in mode.rows]
-        (out / f"{name}.json").write_text(json.dumps({**env, "workload": name, "argv": list(w.argv),
-                                                      "steps": rows, "cuda_event_step_ms": (result or {}).get("step_ms"), "op_iteration": args.iteration, "ops": ops}))
+        (out / f"{name}.json.gz").write_bytes(gzip.compress(json.dumps({**env, "workload": name, "argv": list(w.argv),
+                                                      "steps": rows, "cuda_event_step_ms": (result or {}).get("step_ms"), "op_iteration": args.iteration, "ops": ops}).encode(), mtime=0))
         print(name, "steps", len(rows), "ops", len(ops), flush=True)
 
 
