@@ -29,7 +29,7 @@ class EventTimer:
 
     def _elapsed_ms(self, rows: list[tuple]) -> float:
         from maya.estimator.estimate import estimate_trace
-        from maya.estimator.host_cost import host_costs_us
+        from maya.estimator.host_cost import host_costs_us, launch_stream_us
         from maya.hardware.cluster import cluster_for_gpu
         from maya.simulator import simulate
         from maya.trace.build import rows_to_table
@@ -38,6 +38,7 @@ class EventTimer:
         table = table.filter(pc.not_equal(table["kind"], "collective"))
         df = estimate_trace(table, gpu=self.gpu)
         df["host_us"] = host_costs_us(df, self.gpu)
+        df["launch_us"] = launch_stream_us(df, self.gpu)
         result = simulate({0: df}, cluster_for_gpu(self.gpu, 1))
         timeline = result.timelines[0]
         records = timeline.filter(pc.equal(timeline["kind"].cast(pa.string()), "event_record"))

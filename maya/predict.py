@@ -16,7 +16,7 @@ from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_pa
 from maya.estimator.estimate import estimate_trace, source_shares
 from maya.estimator.exact_table import ExactTable
 from maya.estimator.model_set import load_model_set, resolve_models_dir
-from maya.estimator.host_cost import host_costs_us, kernel_gap_us
+from maya.estimator.host_cost import host_costs_us, kernel_gap_us, launch_stream_us
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
 from maya.simulator import RankBreakdown, SimulationParams, export_chrome_trace, simulate
 from maya.throughput import model_flops_per_iteration
@@ -124,6 +124,7 @@ def predict(
     for rank, table in tables.items():
         df = estimate_trace(table, gpu=gpu, exact=exact_table)
         df["host_us"] = host_costs_us(df, gpu)
+        df["launch_us"] = launch_stream_us(df, gpu)
         estimated[rank] = df
     if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
         params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),

@@ -434,7 +434,8 @@ def _sdpa_values(base: str, attrs: dict, shapes: list) -> dict | None:
     }
 
 
-def _rnn_values(base: str, attrs: dict, shapes: list) -> dict | None:
+def _rnn_args(base: str, attrs: dict, shapes: list) -> tuple | None:
+    """(mode, hidden, layers, bidirectional, steps, batch, input shape) of a cuDNN RNN op, or None."""
     at = _RNN_MODE_ARG[base]
     x = _tensor_shape(_arg(attrs, 0, "input"), shapes)
     args = attrs.get("args", [])
@@ -446,6 +447,30 @@ def _rnn_values(base: str, attrs: dict, shapes: list) -> dict | None:
         steps, batch = len(batch_sizes), batch_sizes[0]
     else:
         steps, batch = (x[1], x[0]) if batch_first else (x[0], x[1])
+    return mode, hidden, layers, bidirectional, steps, batch, x
+
+
+def rnn_cells(op: str, attrs_text: str | None, input_shapes: list) -> int:
+    """Time steps x layers x directions of a cuDNN RNN op (`aten::_cudnn_rnn` or its backward), the
+    cells cuDNN launches kernels for one after another; 0 for any other op or unreadable arguments."""
+    base = op.split(".", 1)[0]
+    if base not in _RNN_MODE_ARG:
+        return 0
+    try:
+        parsed = _rnn_args(base, json.loads(attrs_text or "{}"), list(input_shapes or []))
+    except (json.JSONDecodeError, TypeError, ValueError):
+        return 0
+    if parsed is None:
+        return 0
+    _, _, layers, bidirectional, steps, _, _ = parsed
+    return int(steps) * int(layers) * (2 if bidirectional else 1)
+
+
+def _rnn_values(base: str, attrs: dict, shapes: list) -> dict | None:
+    parsed = _rnn_args(base, attrs, shapes)
+    if parsed is None:
+        return None
+    mode, hidden, layers, bidirectional, steps, batch, x = parsed
     return {
         "rnn_mode": float(mode), "log2_hidden": np.log2(max(hidden, 1)), "log2_input_size": np.log2(max(x[-1], 1)),
         "num_layers": float(layers), "bidirectional": float(bool(bidirectional)),

@@ -120,3 +120,32 @@ def host_costs_us(
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
     return host
+
+
+RNN_CELL_LAUNCH = {"aten::_cudnn_rnn": "rnn_cell_forward_us", "aten::_cudnn_rnn_backward": "rnn_cell_backward_us"}
+"""The host figure (`maya.estimator.host_overhead`) per cell of each cuDNN RNN op."""
+
+
+def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str, float] | None = None) -> np.ndarray:
+    """Host time each trace row spends launching kernels that the GPU may already run, microseconds.
+
+    A cuDNN RNN launches kernels for every time step, layer and direction (`features.rnn_cells`), so
+    its host time grows with the sequence while its first kernels run: the simulator lets the GPU
+    start it when the host starts launching, and ends it no earlier than the last launch. Zero for
+    other rows, and for every row while the GPU's host figures lack `rnn_cell_forward_us` /
+    `rnn_cell_backward_us` (measured by `maya profile --families host` since 2026-12-02).
+    """
+    from maya.estimator.features import rnn_cells
+
+    costs = {**host_overhead(gpu), **(per_op_us or {})}
+    out = np.zeros(len(df))
+    if not len(df):
+        return out
+    base = df["op"].str.split(".", n=1).str[0].to_numpy()
+    rows = np.flatnonzero(np.isin(base, list(RNN_CELL_LAUNCH)) & (df["kind"].to_numpy() == "kernel"))
+    for i in rows:
+        key = RNN_CELL_LAUNCH[base[i]]
+        if key in costs:
+            out[i] = costs[key] * rnn_cells(base[i], df["attrs"].iat[i], df["input_shapes"].iat[i])
+    return out
+

@@ -26,6 +26,9 @@ TINY_FEATURES = 16
 MODULE_DEPTH = 8
 """Linear+ReLU blocks in the tiny module stack."""
 
+RNN_STEPS = 256
+"""Time steps of the tiny LSTM whose host time per step is measured (`rnn_cell_*_us`)."""
+
 METHOD = (
     "Wall time (time.perf_counter, device synchronised before and after) of a chain of tiny ops "
     "divided by the number of kernel (non-view) aten ops in it, counted with a TorchDispatchMode "
@@ -38,6 +41,9 @@ METHOD = (
     "per-recomputed-op extra host time of a torch.utils.checkpoint.checkpoint(use_reentrant=False) "
     "region over the plain step (less the recomputed ops charged as backward ops), from a line "
     "through two block kinds (Linear+ReLU, and a small transformer block); "
+    "rnn_cell_forward_us and rnn_cell_backward_us = host time per time step of a one-layer "
+    "nn.LSTM(16, 16) over 256 steps of batch 1, forward and (forward + backward) - forward: cuDNN "
+    "launches kernels for every step, so an RNN's host time grows with its steps; "
     "synchronize_us = torch.cuda.synchronize() on an idle device."
 )
 """How the numbers in host_overhead.json were measured."""
@@ -123,6 +129,14 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     slope = (step_us[128] - step_us[16]) / (128 - 16)
     per_op_us["optimizer_foreach_per_tensor_us"] = slope
     per_op_us["optimizer_step_fixed_us"] = step_us[16] - 16 * slope
+
+    rnn = torch.nn.LSTM(TINY_FEATURES, TINY_FEATURES).to(device)
+    sequence = torch.randn(RNN_STEPS, 1, TINY_FEATURES, device=device)
+    n_rnn = max(iterations // RNN_STEPS, 5)
+    rnn_forward = _time_chain(lambda: rnn(sequence)[0].sum(), n_rnn, sync)
+    rnn_both = _time_chain(lambda: rnn(sequence)[0].sum().backward(), n_rnn, sync)
+    per_op_us["rnn_cell_forward_us"] = rnn_forward * 1e6 / (n_rnn * RNN_STEPS)
+    per_op_us["rnn_cell_backward_us"] = (rnn_both - rnn_forward) * 1e6 / (n_rnn * RNN_STEPS)
 
     if device.type == "cuda":
         per_op_us["synchronize_us"] = _time_chain(sync, iterations, lambda: None) * 1e6 / iterations

@@ -3,7 +3,9 @@
 Semantics (times in microseconds):
 - The host issues rows in `seq` order and pays `host_us` for each; a row's issue time is the host
   time after paying it.
-- Each stream runs its work FIFO: a kernel starts at max(issue time, stream free time).
+- Each stream runs its work FIFO: a kernel starts at max(issue time, stream free time). A row with
+  `launch_us` (a cuDNN RNN launching kernels for every step) keeps the host busy that long after its
+  issue time, while the GPU runs it, and ends no earlier than issue time + `launch_us`.
 - `event_record` completes when all earlier work on its stream does; `stream_wait` holds later work
   on its stream until that record completes; a `sync` blocks the host until the GPU work it waits
   for (its stream, every stream for `cuda:synchronize`, or its event) is done.
@@ -76,7 +78,7 @@ class RankState:
     def run_host(self, now_us: float) -> list:
         """Issue rows from `pos` until a sync blocks or the trace ends; returns the events created."""
         tr = self.trace
-        kind, stream, host, duration = tr.kind, tr.stream, tr.host_us, tr.duration_us
+        kind, stream, host, duration, launch = tr.kind, tr.stream, tr.host_us, tr.duration_us, tr.launch_us
         issue, start, end = self.issue_us, self.start_us, self.end_us
         free, queues = self.stream_free, self.queues
         slow = self.slowdown != 1.0
@@ -105,9 +107,12 @@ class RankState:
                         e = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)
                     else:
                         e = st + duration[i]
+                    if launch[i] and e < t + launch[i]:  # not done before the host's last launch
+                        e = t + launch[i]
                     start[i] = st
                     end[i] = e
                     free[s] = e
+                t += launch[i]  # the host launches the row's kernels while the GPU runs the first
             elif k == COLLECTIVE:
                 head, rows = i, tr.batch[i]
                 for r in rows[1:]:  # the rest of a send/recv batch is launched back to back
@@ -160,7 +165,7 @@ class RankState:
     def _drain(self, work: list[int]) -> list:
         """Time the queued rows of the streams in `work` until each empties or blocks again."""
         tr = self.trace
-        kind, duration = tr.kind, tr.duration_us
+        kind, duration, launch = tr.kind, tr.duration_us, tr.launch_us
         issue, start, end = self.issue_us, self.start_us, self.end_us
         slow = self.slowdown != 1.0
         gap = self.gap
@@ -183,6 +188,8 @@ class RankState:
                         f = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)
                     else:
                         f = st + duration[i]
+                    if launch[i] and f < t + launch[i]:  # as in run_host
+                        f = t + launch[i]
                     start[i] = st
                     end[i] = f
                 elif k == EVENT_RECORD:

@@ -2,7 +2,8 @@
 
 Input: a pyarrow Table or pandas DataFrame with the trace columns (docs/trace-schema.md) plus
 `duration_us` (estimated GPU time of kernel/memcpy rows) and, optionally, `host_us` (CPU time to
-issue the row). Only `seq`, `kind`, `op`, `stream`, `event_id` and `duration_us` are required; the
+issue the row) and `launch_us` (CPU time a kernel row then spends launching kernels the GPU may
+already run: a cuDNN RNN's per-step launches; `maya.estimator.host_cost.launch_stream_us`). Only `seq`, `kind`, `op`, `stream`, `event_id` and `duration_us` are required; the
 collective columns are required when the trace has collective rows.
 """
 
@@ -72,7 +73,7 @@ class RankTrace:
     """Columns of one rank's trace as Python lists (fast to index one row at a time)."""
 
     __slots__ = (
-        "rank", "n", "kind", "stream", "event_id", "duration_us", "host_us", "labels", "device_sync",
+        "rank", "n", "kind", "stream", "event_id", "duration_us", "host_us", "launch_us", "labels", "device_sync",
         "comm", "batch", "wait_record", "sync_streams", "group_calls",
     )
 
@@ -100,6 +101,9 @@ class RankTrace:
         else:
             host_us = np.where(kind <= COLLECTIVE, host.launch_us, host.other_us)
         self.host_us: list[float] = host_us.tolist()
+        launch_us = (pc.fill_null(table.column("launch_us"), 0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+                     if "launch_us" in table.column_names else np.zeros(self.n))
+        self.launch_us: list[float] = np.where(kind == KERNEL, launch_us, 0.0).tolist()
         module = table.column("module") if "module" in table.column_names else pa.nulls(self.n, pa.string())
         # Text columns stay in Arrow: only results and error messages read them.
         self.labels = pa.table({

@@ -96,3 +96,28 @@ def test_sorting_and_multi_launch_ops_pay_their_measured_extra():
     forward = c["module_forward_op_us"] * forward_in_situ_factor("h200")
     assert host[2] == pytest.approx(forward + extra["aten::nonzero"])
     assert host[3] == pytest.approx(forward)  # in-place index_put_ without accumulate: one launch
+
+
+def test_an_rnn_row_launches_for_every_step_layer_and_direction():
+    from maya.emulator.rnn_kernels import RnnMode
+    from maya.estimator import rnn_grid
+    from maya.estimator.features import rnn_cells
+    from maya.estimator.host_cost import launch_stream_us
+    from maya.estimator.profile_grid import make_case
+
+    shape = rnn_grid.RnnShape(mode=RnnMode.LSTM, input_size=8, hidden_size=16, num_layers=2, batch=3, steps=5,
+                              bidirectional=True, dtype="float32")
+    cases = [make_case("rnn", op, args) for op, args in rnn_grid.calls(shape)]
+    assert [c.op.split(".")[0] for c in cases] == ["aten::_cudnn_rnn", "aten::_cudnn_rnn_backward"]
+    rows = pd.DataFrame({
+        "kind": ["kernel", "kernel", "kernel"], "op": [cases[0].op, cases[1].op, "aten::mm"],
+        "input_shapes": [list(cases[0].input_shapes), list(cases[1].input_shapes), [[2, 2], [2, 2]]],
+        "attrs": [json.dumps(cases[0].attrs), json.dumps(cases[1].attrs), None],
+    })
+    cells = [rnn_cells(op, a, s) for op, a, s in zip(rows["op"], rows["attrs"], rows["input_shapes"])]
+    assert cells == [20, 20, 0]  # 5 steps x 2 layers x 2 directions
+    figures = {"rnn_cell_forward_us": 9.0, "rnn_cell_backward_us": 14.0}
+    assert launch_stream_us(rows, per_op_us=figures).tolist() == [180.0, 280.0, 0.0]
+    # Host figures without the RNN measurements (the shipped H200 file until they are taken): no launch time.
+    if "rnn_cell_forward_us" not in host_overhead("h200"):
+        assert launch_stream_us(rows).tolist() == [0.0, 0.0, 0.0]

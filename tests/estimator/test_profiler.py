@@ -155,9 +155,10 @@ def test_host_overhead_on_cpu():
     result = measure_host_overhead("cpu", iterations=200)
     per_op = result["per_op_us"]
     for key in ("aten_op_us", "functional_linear_us", "module_forward_op_us", "autograd_backward_op_us",
-                "optimizer_foreach_per_tensor_us"):  # fmt: skip
+                "optimizer_foreach_per_tensor_us", "rnn_cell_forward_us", "rnn_cell_backward_us"):  # fmt: skip
         assert key in per_op
     assert 0 < per_op["aten_op_us"] < 1000
+    assert per_op["rnn_cell_forward_us"] > 0 and per_op["rnn_cell_backward_us"] > 0
     assert result["kernel_ops"]["module_forward_op_us"] == 16  # 8 x (addmm, relu)
     assert "method" in result
 

@@ -132,3 +132,27 @@ def test_kernel_gap_separates_queued_kernels_only(trace, nvlink_cluster):
     assert simulate({0: rank0}, nvlink_cluster).timeline(0)["start_us"].tolist()[:3] == [1.0, 11.0, 21.0]
     with pytest.raises(ValueError, match="kernel_gap_us=-1.0 must be >= 0"):
         SimulationParams(kernel_gap_us=-1.0)
+
+
+def test_an_rnn_keeps_the_host_launching_while_the_gpu_runs_it(trace, nvlink_cluster):
+    # cuDNN RNN rows whose host launches take 30 us and 20 us after their issue: the GPU starts each
+    # at once (its first kernels are out) and cannot end it before the last launch; the host issues
+    # the next row only after launching.
+    import pyarrow as pa
+
+    rows = (
+        trace(host_us=1.0)
+        .kernel(10.0, op="aten::_cudnn_rnn")  # issued at 1: [1, 31], launch-bound (1 + 30)
+        .kernel(5.0)                          # the host is free at 31, issues at 32: [32, 37]
+        .kernel(50.0, op="aten::_cudnn_rnn")  # issued at 33: [37, 87], GPU-bound; the host is free at 53
+        .sync()                               # issued at 54, waits for 87
+        .table()
+    )
+    rows = rows.append_column("launch_us", pa.array([30.0, 0.0, 20.0, 0.0]))
+    result = simulate({0: rows}, nvlink_cluster)
+    timeline = result.timeline(0)
+    assert timeline["start_us"].tolist()[:3] == [1.0, 32.0, 37.0]
+    assert timeline["end_us"].tolist()[:3] == [31.0, 37.0, 87.0]
+    assert result.iteration_times_us == (87.0,)
+    without = simulate({0: rows.drop_columns(["launch_us"])}, nvlink_cluster).timeline(0)
+    assert without["end_us"].tolist()[:3] == [11.0, 16.0, 66.0]  # the host's launches cost nothing
