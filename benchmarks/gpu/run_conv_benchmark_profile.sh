@@ -13,7 +13,7 @@
 # and the logs. SHARD=I/N (default 0/1) times every N-th signature of each step from the I-th, to split
 # the work over GPUs (one run per GPU with CUDA_VISIBLE_DEVICES=I); SKIP_HELDOUT=1 skips the first step.
 # Then refit and recalibrate:
-#   maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models
+#   maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models --no-exact-table
 #   python benchmarks/calibrate.py --write
 set -euo pipefail
 out=${1:?usage: run_conv_benchmark_profile.sh OUT_DIR [SECONDS]}

@@ -4,7 +4,7 @@
 # Writes OUT_DIR/profiles.tgz (the Parquet files, host_overhead.json, env.json and the logs): the fixed
 # grids with seed 0's random draws, then seeds 2-5's draws appended (about 10 minutes on an H200).
 # Unpack into maya/estimator/data/h200/ and run
-#   maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models
+#   maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models --no-exact-table
 #   python benchmarks/calibrate.py --write
 set -euo pipefail
 out=${1:?usage: run_profile.sh OUT_DIR}

@@ -6,7 +6,7 @@
 # family. OUT_DIR/rnn.parquet is these rows plus the committed file's float32 rows timed with TF32 off
 # (kept: a script that turns TF32 off records allow_tf32=False, and the model sees the difference in
 # its peak-rate feature). Copy it to maya/estimator/data/h200/rnn.parquet, then refit and recalibrate:
-#   maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models
+#   maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models --no-exact-table
 #   python benchmarks/calibrate.py --write
 set -euo pipefail
 out=${1:?usage: run_rnn_tf32_profile.sh OUT_DIR}

@@ -23,12 +23,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "fit",
         help="train the per-family CatBoost models on a profile dataset",
         description="Train one CatBoost model per op family; report held-out accuracy. "
-        "Example: maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models",
+        "Example: maya fit --profiles maya/estimator/data/h200 --out maya/estimator/data/h200/models --no-exact-table",
     )
     f.add_argument("--profiles", required=True, help="directory of <family>.parquet profiles")
     f.add_argument("--out", required=True, help="directory for the models and fit_report.json")
     f.add_argument("--gpu", default=None, help="catalog GPU of the profiles (default: read from the profiles)")
     f.add_argument("--seed", type=int, default=0, help="seed of the held-out split and CatBoost; default 0")
+    f.add_argument("--no-exact-table", action="store_true",
+                   help="do not write the profile rows as an exact lookup table (exact_durations.parquet): estimates "
+                        "then come from the models, and from a `maya profile --trace` table where one is given "
+                        "(how the shipped H200 models are fitted)")
     f.set_defaults(run=_run_fit)
 
 
@@ -42,7 +46,7 @@ def _run_profile(args: argparse.Namespace) -> int:
 def _run_fit(args: argparse.Namespace) -> int:
     from maya.estimator.fit import fit_models
 
-    report = fit_models(args.profiles, args.out, seed=args.seed, gpu=args.gpu)
+    report = fit_models(args.profiles, args.out, seed=args.seed, gpu=args.gpu, exact_table=not args.no_exact_table)
     rows = {name: {"held-out time-weighted error": round(f.time_weighted_error, 4), "median APE": round(f.median_ape, 4)}
             for name, f in report.families.items()}
     print(json.dumps(rows, indent=2))

@@ -35,7 +35,7 @@ def packaged_models_dir(gpu: str) -> Path:
 def fit_command(gpu: str) -> str:
     """The `maya fit` command line that creates the shipped models of a GPU."""
     key = load_gpu(gpu).key
-    return f"maya fit --profiles maya/estimator/data/{key} --out maya/estimator/data/{key}/models"
+    return f"maya fit --profiles maya/estimator/data/{key} --out maya/estimator/data/{key}/models --no-exact-table"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -80,3 +80,18 @@ def test_an_uncompressed_model_file_loads_and_a_missing_one_is_named(fitted, tmp
     (copy / "gemm.cbm").unlink()
     with pytest.raises(FileNotFoundError, match=r"gemm.*gemm\.cbm\.gz.*gemm\.cbm"):
         load_model(catboost, copy, "gemm")
+
+
+def test_models_fitted_without_an_exact_table_estimate_every_op_from_the_models(profile_dir, tmp_path, profiles):
+    from maya.estimator.estimate import estimate_trace
+    from maya.estimator.exact_table import EXACT_FILE
+
+    fit_models(profile_dir, tmp_path, seed=3, gpu="h200", iterations=40)
+    assert (tmp_path / EXACT_FILE).exists()
+    rows = profiles.slice(0, 50)
+    assert "exact" in set(estimate_trace(rows, models_dir=tmp_path)["estimate_source"])
+    load_model_set.cache_clear()
+    fit_models(profile_dir, tmp_path, seed=3, gpu="h200", iterations=40, exact_table=False)  # as the shipped H200 models
+    assert not (tmp_path / EXACT_FILE).exists()  # the earlier table is gone, not left stale
+    assert "exact" not in set(estimate_trace(rows, models_dir=tmp_path)["estimate_source"])
+    load_model_set.cache_clear()
