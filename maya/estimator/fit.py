@@ -49,6 +49,14 @@ shallow, 2.5% / 3.1% deep (3.5% / 3.9% and 3.2% / 3.5% without the draws; benchm
 benchmarks/results/fit_choices_h200.md)."""
 _DEEP_DEPTH, _DEEP_ITERATIONS_FACTOR, _DEEP_LEARNING_RATE = 8, 2, 0.05
 LOSS_BY_FAMILY = {"gemm": "MAE", "conv": "MAE"}
+"""CatBoost loss per family (default RMSE on the log target). GEMM fits the median of log(duration /
+roofline) (MAE) instead of its mean. Chosen on the fit's own held-out split (benchmarks/fit_choices.py,
+benchmarks/results/fit_choices_h200.md), on the signatures it held out of the rows before
+`gemm_draws.parquet`: with the draws, 5.2% median / 4.9% time-weighted error with RMSE, 5.0% / 4.8%
+with MAE; without them MAE was better on the median (6.2% -> 5.8%) but worse time-weighted (5.3% ->
+5.6%). Convolution too, on the signatures its split held out of the rows before `conv_draws_2.parquet`:
+17.9% / 25.4% with RMSE, 14.3% / 25.3% with MAE (small ops' signed median error +22.8% -> +8.8%), and
+14.1% / 24.3% with MAE and the draws. The other families keep RMSE (MAE not compared for them here)."""
 NO_EXACT_TABLE_WHY = (
     "one isolated timing of a profiled signature can be far from another timing of it (GPT-2's bf16 "
     "[16384, 768] x [768, 2304] addmm: 112.2 us in the grid, 92.6 us in a run started five minutes later on the same "
@@ -58,14 +66,6 @@ NO_EXACT_TABLE_WHY = (
 )
 """Why the shipped H200 models are fitted with `exact_table=False` (`maya fit --no-exact-table`);
 an exact table measured for a trace (`maya profile --trace`) is still looked up first."""
-"""CatBoost loss per family (default RMSE on the log target). GEMM fits the median of log(duration /
-roofline) (MAE) instead of its mean. Chosen on the fit's own held-out split (benchmarks/fit_choices.py,
-benchmarks/results/fit_choices_h200.md), on the signatures it held out of the rows before
-`gemm_draws.parquet`: with the draws, 5.2% median / 4.9% time-weighted error with RMSE, 5.0% / 4.8%
-with MAE; without them MAE was better on the median (6.2% -> 5.8%) but worse time-weighted (5.3% ->
-5.6%). Convolution too, on the signatures its split held out of the rows before `conv_draws_2.parquet`:
-17.9% / 25.4% with RMSE, 14.3% / 25.3% with MAE (small ops' signed median error +22.8% -> +8.8%), and
-14.1% / 24.3% with MAE and the draws. The other families keep RMSE (MAE not compared for them here)."""
 
 
 def import_catboost():

@@ -148,4 +148,3 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
         if key in costs:
             out[i] = costs[key] * rnn_cells(base[i], df["attrs"].iat[i], df["input_shapes"].iat[i])
     return out
-

@@ -75,6 +75,7 @@ def sleep_cycles(once_ms: float) -> int:
     time: 1.5x that (the host launches the op's kernels within it), at least SLEEP_BEFORE_CYCLES."""
     return max(SLEEP_BEFORE_CYCLES, int(1.5 * once_ms * SLEEP_CYCLES_PER_MS))
 
+
 PROGRESS_EVERY = 200
 """Log a progress line every this many signatures."""
 
@@ -143,9 +144,9 @@ class _Timer:
         self.synchronize()
         return (time.perf_counter() - start) * 1e3
 
-    def time_us(self, fn: Callable[[], Any], reps: int, sleep_cycles: int = 0) -> list[float]:
-        """Durations of `reps` runs, in microseconds, each after an L2 flush (and `sleep_cycles` of
-        GPU sleep, which hides the host's launch of the run behind it)."""
+    def time_us(self, fn: Callable[[], Any], reps: int, sleep: int = 0) -> list[float]:
+        """Durations of `reps` runs, in microseconds, each after an L2 flush (and `sleep` GPU clock
+        cycles of sleep, which hide the host's launch of the run behind them)."""
         if not self.is_cuda:
             durations = []
             for _ in range(reps):
@@ -158,8 +159,8 @@ class _Timer:
         for start, end in zip(starts, ends):
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
-            if sleep_cycles and self.can_sleep:
-                torch.cuda._sleep(sleep_cycles)
+            if sleep and self.can_sleep:
+                torch.cuda._sleep(sleep)
             start.record()
             fn()
             end.record()

@@ -3,8 +3,9 @@
 Input: a pyarrow Table or pandas DataFrame with the trace columns (docs/trace-schema.md) plus
 `duration_us` (estimated GPU time of kernel/memcpy rows) and, optionally, `host_us` (CPU time to
 issue the row) and `launch_us` (CPU time a kernel row then spends launching kernels the GPU may
-already run: a cuDNN RNN's per-step launches; `maya.estimator.host_cost.launch_stream_us`). Only `seq`, `kind`, `op`, `stream`, `event_id` and `duration_us` are required; the
-collective columns are required when the trace has collective rows.
+already run: a cuDNN RNN's per-step launches; `maya.estimator.host_cost.launch_stream_us`). Only
+`seq`, `kind`, `op`, `stream`, `event_id` and `duration_us` are required; the collective columns are
+required when the trace has collective rows.
 """
 
 from __future__ import annotations
