@@ -1,9 +1,10 @@
 """`ExactTable`: measured GPU time of every profiled op signature, looked up by signature key.
 
 A profile row is a measurement of exactly one signature, so when a trace op's key is in the table
-its measured median is the best estimate there is. `fit_models` writes the table as
+its measured median is used as its time. `fit_models` writes the table as
 `<models_dir>/exact_durations.parquet` from every profile row it reads (family files and
-`exact.parquet`); duplicate measurements of one signature keep the median of their medians.
+`exact.parquet`; not for the shipped H200 models, `fit.NO_EXACT_TABLE_WHY`); duplicate measurements
+of one signature keep the median of their medians. `maya profile --trace` tables load here too.
 """
 
 from __future__ import annotations

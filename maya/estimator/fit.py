@@ -4,7 +4,7 @@
 
 reads `<profile_dir>/*.parquet` (the profiler's `<family>.parquet` files and `exact.parquet`) and
 writes `<out_dir>/<family>.cbm.gz` (CatBoost's own model file, gzip-compressed: a quarter of the size),
-`<out_dir>/exact_durations.parquet` and `<out_dir>/fit_report.json`.
+`<out_dir>/exact_durations.parquet` (unless `exact_table=False`) and `<out_dir>/fit_report.json`.
 Each model predicts log(duration_us / roofline_us) (`fit_report.TARGET`) from
 `features.extract_features`. Whole signatures are held out
 (seeded), so held-out metrics measure shapes the model never saw. The shipped model is then refitted

@@ -1,7 +1,8 @@
 """`ModelSet`: the fitted models of one GPU, loaded once from a models directory.
 
-A models directory is what `fit_models` writes: `<family>.cbm.gz`, `exact_durations.parquet` and
-`fit_report.json`. The ones shipped with Maya live in `maya/estimator/data/<gpu>/models/`.
+A models directory is what `fit_models` writes: `<family>.cbm.gz`, `exact_durations.parquet` (unless
+fitted with `exact_table=False`, as the shipped H200 models are) and `fit_report.json`. The ones
+shipped with Maya live in `maya/estimator/data/<gpu>/models/`.
 """
 
 from __future__ import annotations
