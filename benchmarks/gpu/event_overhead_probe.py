@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from maya.estimator.profiler import _Timer
+from maya.estimator.profiler import SLEEP_BEFORE_CYCLES, _Timer
 
 REPS = 50
 ELEMENTS = (1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24)
@@ -31,7 +31,7 @@ GEMM_SIZES = (64, 256, 1024, 2048, 4096)
 def event_us(timer: _Timer, fn, sleep_before: bool) -> float:
     for _ in range(5):
         fn()
-    return statistics.median(timer.time_us(fn, REPS, sleep_before))
+    return statistics.median(timer.time_us(fn, REPS, SLEEP_BEFORE_CYCLES if sleep_before else 0))
 
 
 def kernel_us(timer: _Timer, fn, trace_path: str) -> float:
