@@ -139,12 +139,11 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
 
     costs = {**host_overhead(gpu), **(per_op_us or {})}
     out = np.zeros(len(df))
-    if not len(df):
+    if not len(df) or not any(key in costs for key in RNN_CELL_LAUNCH.values()):
         return out
-    base = df["op"].str.split(".", n=1).str[0].to_numpy()
-    rows = np.flatnonzero(np.isin(base, list(RNN_CELL_LAUNCH)) & (df["kind"].to_numpy() == "kernel"))
-    for i in rows:
-        key = RNN_CELL_LAUNCH[base[i]]
-        if key in costs:
-            out[i] = costs[key] * rnn_cells(base[i], df["attrs"].iat[i], df["input_shapes"].iat[i])
+    rnn = df["op"].str.startswith("aten::_cudnn_rnn").to_numpy(dtype=bool) & (df["kind"].to_numpy() == "kernel")
+    for i in np.flatnonzero(rnn):
+        base = df["op"].iat[i].split(".", 1)[0]
+        if RNN_CELL_LAUNCH.get(base) in costs:
+            out[i] = costs[RNN_CELL_LAUNCH[base]] * rnn_cells(base, df["attrs"].iat[i], df["input_shapes"].iat[i])
     return out
