@@ -107,12 +107,13 @@ class RankState:
                         e = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)
                     else:
                         e = st + duration[i]
-                    if launch[i] and e < t + launch[i]:  # not done before the host's last launch
-                        e = t + launch[i]
+                    last_launch = t + launch[i]  # the host launches the row's kernels while the GPU runs the first
+                    if e < last_launch:  # not done before the host's last launch
+                        e = last_launch
                     start[i] = st
                     end[i] = e
                     free[s] = e
-                t += launch[i]  # the host launches the row's kernels while the GPU runs the first
+                t += launch[i]
             elif k == COLLECTIVE:
                 head, rows = i, tr.batch[i]
                 for r in rows[1:]:  # the rest of a send/recv batch is launched back to back
@@ -188,7 +189,7 @@ class RankState:
                         f = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)
                     else:
                         f = st + duration[i]
-                    if launch[i] and f < t + launch[i]:  # as in run_host
+                    if f < t + launch[i]:  # as in run_host
                         f = t + launch[i]
                     start[i] = st
                     end[i] = f
