@@ -39,43 +39,54 @@ import time
 from pathlib import Path
 
 
-def times_by_row(path: Path) -> dict[int, list[float]]:
+def process_results(directory: Path) -> dict[str, list[dict]]:
+    """Each process file's result entries, by file stem, read once."""
+    return {path.stem: json.loads(path.read_text())["results"] for path in sorted(directory.glob("process*.json"))}
+
+
+def times_by_row(results: list[dict]) -> dict[int, list[float]]:
     """A process file's round times (us) per profile row."""
     by_row: dict[int, list[float]] = {}
-    for r in json.loads(path.read_text())["results"]:
+    for r in results:
         if "row" in r:
             by_row.setdefault(r["row"], []).append(r["duration_us"])
     return by_row
 
 
+def rows_in_every_file(per_file: list[dict[int, list[float]]]) -> list[int]:
+    """The profile rows that every process file timed."""
+    return sorted(set.intersection(*(set(f) for f in per_file))) if per_file else []
+
+
 def summarize(directory: Path, profile: Path | None = None) -> None:
-    """Print each process file's per-row round times and spread, then the largest spread."""
+    """Print each process file's per-row round times and spread, then the largest spread, how the
+    rows move between processes, and each process against the recorded timings."""
+    processes = process_results(directory)
     largest = (0.0, "")
-    for path in sorted(directory.glob("process*.json")):
-        for row, times in times_by_row(path).items():
+    for stem, results in processes.items():
+        for row, times in times_by_row(results).items():
             spread = max(times) / min(times) - 1
-            print(f"{path.stem} row {row:>3}: {', '.join(f'{t / 1e3:.1f}' for t in times)} ms, spread {spread:.1%}")
-            largest = max(largest, (spread, f"{path.stem} row {row}"))
+            print(f"{stem} row {row:>3}: {', '.join(f'{t / 1e3:.1f}' for t in times)} ms, spread {spread:.1%}")
+            largest = max(largest, (spread, f"{stem} row {row}"))
     print(f"largest spread {largest[0]:.1%} ({largest[1]})")
-    between_processes(directory, profile)
-    against_recorded(directory)
+    between_processes([times_by_row(results) for results in processes.values()], profile)
+    against_recorded(processes)
 
 
-def against_recorded(directory: Path) -> None:
+def against_recorded(processes: dict[str, list[dict]]) -> None:
     """Print each process file's times over the profile's recorded ones: median, range, and the rows
     more than 10% away."""
     import statistics
 
-    for path in sorted(directory.glob("process*.json")):
-        pairs = [(r["duration_us"], r["recorded_us"]) for r in json.loads(path.read_text())["results"]
-                 if "row" in r and r.get("recorded_us")]
+    for stem, results in processes.items():
+        pairs = [(r["duration_us"], r["recorded_us"]) for r in results if "row" in r and r.get("recorded_us")]
         if pairs:
             ratios = [new / old for new, old in pairs]
-            print(f"{path.stem} against the recorded timing, {len(pairs)} rows: median ratio {statistics.median(ratios):.3f}, "
+            print(f"{stem} against the recorded timing, {len(pairs)} rows: median ratio {statistics.median(ratios):.3f}, "
                   f"range {min(ratios):.3f}-{max(ratios):.3f}, {sum(abs(r - 1) > 0.1 for r in ratios)} rows more than 10% away")
 
 
-def between_processes(directory: Path, profile: Path | None) -> None:
+def between_processes(per_file: list[dict[int, list[float]]], profile: Path | None) -> None:
     """Print how much each row's time moves between the process files (their medians over rounds):
     median over rows of max / min - 1, and sum(max - min) / sum(min) weighted by time. With the
     profile the rows came from, also apart for rows under and over 10 us per time step (the median
@@ -83,8 +94,7 @@ def between_processes(directory: Path, profile: Path | None) -> None:
     kernels per step, so a step near the host's launch rate moves with the host."""
     import statistics
 
-    per_file = [times_by_row(path) for path in sorted(directory.glob("process*.json"))]
-    rows = sorted(set.intersection(*(set(f) for f in per_file))) if len(per_file) > 1 else []
+    rows = rows_in_every_file(per_file) if len(per_file) > 1 else []
     if not rows:
         return
     times = [[statistics.median(f[i]) for f in per_file] for i in rows]
@@ -119,11 +129,10 @@ def write_medians(directory: Path, profile: Path, out: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    files = sorted(directory.glob("process*.json"))
-    if not files:
+    per_file = [times_by_row(results) for results in process_results(directory).values()]
+    if not per_file:
         raise SystemExit(f"no process*.json in {directory}")
-    per_file = [times_by_row(path) for path in files]
-    rows = sorted(set.intersection(*(set(f) for f in per_file)))
+    rows = rows_in_every_file(per_file)
     if not rows:
         raise SystemExit(f"no row was timed by every process file of {directory}")
     table = pq.read_table(profile).take(pa.array(rows))
