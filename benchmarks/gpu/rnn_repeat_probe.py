@@ -159,9 +159,10 @@ def main() -> None:
     p.add_argument("--rows", help="comma-separated row indices of that file, or `all`")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--sleep-before", action="store_true",
-                   help="queue a GPU sleep of at least 1.5x the row's recorded time (and 1 ms) before each timed "
-                        "run (the profiler now does so for every RNN, from the op's own untimed run), so that the host has launched the op's kernels before the GPU reaches them: "
-                        "the op's GPU time without the host's launch rate")
+                   help="time every row behind a GPU sleep (`profiler.sleep_cycles`), so that the host has launched "
+                        "the op's kernels before the GPU reaches them: its GPU time without the host's launch rate "
+                        "(the profiler does so for RNNs anyway; rnn_heldout_sleep_h200 was timed at c11e6bf, when "
+                        "this flag sized the sleep from the row's recorded time)")
     p.add_argument("--out")
     p.add_argument("--summarize", type=Path, metavar="DIR", help="print the spreads of DIR's process*.json and exit")
     p.add_argument("--median-out", type=Path, metavar="FILE",
@@ -196,9 +197,8 @@ def main() -> None:
             case = ProfileCase(family=r["family"], op=r["op"], input_shapes=tuple(tuple(s) for s in r["input_shapes"]),
                                input_dtypes=tuple(r["input_dtypes"]), input_strides=tuple(tuple(s) for s in r["input_strides"]),
                                attrs=json.loads(r["attrs"]), allow_tf32=bool(r["allow_tf32"]))
-            if args.sleep_before:
+            if args.sleep_before:  # the profiler sizes the sleep from the op's untimed run (`sleep_cycles`)
                 case = dataclasses.replace(case, sleep_before=True)
-                profiler.SLEEP_BEFORE_CYCLES = int(max(1.0, 1.5 * r["duration_us"] / 1e3) * profiler.SLEEP_CYCLES_PER_MS)
             row = profiler._profile_one(case, timer, env, quick=False, seed=i, from_trace=False)
             results.append({"round": round_, "row": i, "op": r["op"], "recorded_us": r["duration_us"],
                             "duration_us": row["duration_us"], "p10_us": row["duration_us_p10"],
