@@ -80,7 +80,8 @@ class ProfileCase:
     allow_tf32: bool = False
     """Whether TF32 is allowed for fp32 matmuls and convolutions while timing."""
     sleep_before: bool = False
-    """Queue a GPU sleep before each timed run so a slow host launch (foreach lists) is hidden."""
+    """Queue a GPU sleep before each timed run so a slow host launch is hidden (always, for the
+    families in `profiler.SLEEP_FAMILIES`)."""
 
 
 def make_case(family: str, op: str, args: Sequence[Any], kwargs: dict[str, Any] | None = None, **flags) -> ProfileCase:
@@ -608,12 +609,12 @@ def _foreach(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 ("aten::_foreach_norm.Scalar", [grads]),  # clip_grad_norm_
                 ("aten::_foreach_mul_.Tensor", [grads, _spec((), "float32")]),
             ):
-                yield make_case("foreach", op, args, sleep_before=True)
+                yield make_case("foreach", op, args)
             steps = [_spec((), "float32") for _ in numels]
             hyper = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "weight_decay": 0.01, "eps": 1e-8,
                      "amsgrad": False, "maximize": False}  # fmt: skip
             for op in ("aten::_fused_adamw_", "aten::_fused_adam_"):
-                yield make_case("foreach", op, [params, grads, moments, moments, [], steps], hyper, sleep_before=True)
+                yield make_case("foreach", op, [params, grads, moments, moments, [], steps], hyper)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -864,7 +865,7 @@ def _random_foreach(rng: random.Random) -> Iterator[ProfileCase]:
             ("aten::_foreach_addcdiv_.ScalarList", [params, grads, moments, scalars]),
             ("aten::_foreach_sqrt", [params]), ("aten::_foreach_norm.Scalar", [grads]),
         ))  # fmt: skip
-        yield make_case("foreach", op, args, sleep_before=True)
+        yield make_case("foreach", op, args)
 
 
 def _random_index(rng: random.Random) -> Iterator[ProfileCase]:

@@ -36,6 +36,7 @@ import torch
 
 from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, dtype_name
 from maya.emulator.op_cost import op_cost
+from maya.estimator.families import family_of
 from maya.estimator.host_overhead import measure_host_overhead
 from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, ProfileCase, grid
 from maya.estimator.replay import Replay, build_replay, encode_arguments
@@ -63,11 +64,18 @@ SLEEP_BEFORE_CYCLES = 1_000_000
 SLEEP_CYCLES_PER_MS = 1_980_000
 """SM clock cycles per millisecond for `torch.cuda._sleep` (an H200 under load runs at 1,980 MHz)."""
 
-SLEEP_FAMILIES = frozenset({"rnn"})
-"""Families always timed behind a GPU sleep: a cuDNN RNN launches kernels for every time step, and
-timed on an idle GPU it runs at the host's launch rate (twice its GPU time, and 23% apart between
-processes of one machine: benchmarks/gpu/rnn_heldout_sleep_h200/COMMANDS.md). Maya models host time
-apart, so a profile records the GPU's time."""
+SLEEP_FAMILIES = frozenset({"foreach", "rnn"})
+"""Families always timed behind a GPU sleep, from the grid or from a trace: a foreach op's long
+tensor lists take the host longer to launch than the GPU to run, and a cuDNN RNN launches kernels for
+every time step, so timed on an idle GPU it runs at the host's launch rate (twice its GPU time, and
+23% apart between processes of one machine: benchmarks/gpu/rnn_heldout_sleep_h200/COMMANDS.md).
+Maya models host time apart, so a profile records the GPU's time."""
+
+
+def sleeps_before(case: ProfileCase) -> bool:
+    """Whether `case` is timed behind a GPU sleep: asked for, or its op in `SLEEP_FAMILIES` (by the
+    op's family, not the case's: a trace's signatures come as family "exact")."""
+    return case.sleep_before or family_of(case.op) in SLEEP_FAMILIES
 
 
 def sleep_cycles(once_ms: float) -> int:
@@ -372,7 +380,7 @@ def _profile_one(
         reps = QUICK_REPS
     else:
         reps = max(MIN_REPS, min(MAX_REPS, int(TIME_BUDGET_PER_SIGNATURE_MS / max(once_ms, 1e-3))))
-    sleep = sleep_cycles(once_ms) if case.sleep_before or case.family in SLEEP_FAMILIES else 0
+    sleep = sleep_cycles(once_ms) if sleeps_before(case) else 0
     durations = sorted(timer.time_us(replay, reps, sleep))
     row = _signature_columns(case, replay, outputs, from_trace)
     row.update(

@@ -239,6 +239,18 @@ def test_the_gpu_sleep_before_a_launch_bound_op_outlasts_its_launch():
     # keeps the floor.
     from maya.estimator.profiler import SLEEP_BEFORE_CYCLES, SLEEP_CYCLES_PER_MS, SLEEP_FAMILIES, sleep_cycles
 
-    assert "rnn" in SLEEP_FAMILIES
+    assert "rnn" in SLEEP_FAMILIES and "foreach" in SLEEP_FAMILIES
     assert sleep_cycles(20.0) == int(30.0 * SLEEP_CYCLES_PER_MS)
     assert sleep_cycles(0.01) == SLEEP_BEFORE_CYCLES
+
+
+def test_trace_signatures_of_launch_bound_families_sleep_like_the_grid():
+    from maya.estimator.profile_grid import ProfileCase
+    from maya.estimator.profiler import sleeps_before
+
+    def traced(op):
+        return ProfileCase(family="exact", op=op, input_shapes=(), input_dtypes=(), input_strides=(), attrs={})
+
+    assert sleeps_before(traced("aten::_cudnn_rnn_backward")) and sleeps_before(traced("aten::_foreach_mul_.Scalar"))
+    assert not sleeps_before(traced("aten::mm"))
+    assert all(sleeps_before(case) for case in grid("foreach", quick=True))
