@@ -3,7 +3,7 @@
 A profile row is a measurement of exactly one signature, so when a trace op's key is in the table
 its measured median is used as its time. `fit_models` writes the table as
 `<models_dir>/exact_durations.parquet` from every profile row it reads (family files and
-`exact.parquet`; not for the shipped H200 models, `fit.NO_EXACT_TABLE_WHY`); duplicate measurements
+`exact.parquet`; not for the shipped H200 models: `fit_models`' `exact_table`); duplicate measurements
 of one signature keep the median of their medians. `maya profile --trace` tables load here too.
 """
 

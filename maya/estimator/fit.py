@@ -57,15 +57,6 @@ with MAE; without them MAE was better on the median (6.2% -> 5.8%) but worse tim
 5.6%). Convolution too, on the signatures its split held out of the rows before `conv_draws_2.parquet`:
 17.9% / 25.4% with RMSE, 14.3% / 25.3% with MAE (small ops' signed median error +22.8% -> +8.8%), and
 14.1% / 24.3% with MAE and the draws. The other families keep RMSE (MAE not compared for them here)."""
-NO_EXACT_TABLE_WHY = (
-    "one isolated timing of a profiled signature can be far from another timing of it (GPT-2's bf16 "
-    "[16384, 768] x [768, 2304] addmm: 112.2 us in the grid, 92.6 us in a run started five minutes later on the same "
-    "H200), while the model fitted to every timing smooths that out: without the profile rows as an "
-    "exact table, the calibration workloads' paired kernel time fits 2.7% instead of 3.7% "
-    "(benchmarks/calibrate.py)"
-)
-"""Why the shipped H200 models are fitted with `exact_table=False` (`maya fit --no-exact-table`);
-an exact table measured for a trace (`maya profile --trace`) is still looked up first."""
 
 
 def import_catboost():
@@ -191,8 +182,12 @@ def fit_models(
         iterations: CatBoost boosting iterations per model (twice as many for `DEEP_FAMILIES`).
         thread_count: CatBoost threads; fixed so that the same inputs give the same models.
         exact_table: also write the profile rows' medians as `exact_durations.parquet`, which
-            estimation looks up before the models; False removes an existing one (the shipped H200
-            models: see `NO_EXACT_TABLE_WHY`).
+            estimation looks up before the models; False removes an existing one. The shipped H200
+            models are fitted without: one isolated timing of a signature can be far from another
+            (GPT-2's bf16 [16384, 768] x [768, 2304] addmm: 112.2 us in the grid, 92.6 us in a run
+            five minutes later), the model fitted to every timing smooths that out, and without the
+            table the calibration workloads' paired kernel time fits 2.7% instead of 3.7%
+            (`python benchmarks/calibrate.py` before and after 0935905).
 
     Returns:
         The `FitReport`, also saved as `<out_dir>/fit_report.json`.
