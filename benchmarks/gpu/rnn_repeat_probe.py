@@ -121,15 +121,22 @@ def between_processes(per_file: list[dict[int, list[float]]], profile: Path | No
                   f"time-weighted {sum(max(t) - min(t) for t in part) / sum(min(t) for t in part):.1%}")
 
 
-def write_medians(directory: Path, profile: Path, out: Path) -> int:
-    """Write `profile`'s rows timed in every process file of `directory`, `duration_us` the median of
-    all their rounds (the original in `duration_us_single`); returns the number of rows written."""
+def median_table(directory: Path, profile: Path, stems: list[str] | None = None):
+    """`profile`'s rows timed in every process file of `directory` (or of those named by `stems`), as
+    a pyarrow table whose `duration_us` is the median of all their rounds (the original in
+    `duration_us_single`)."""
     import statistics
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    per_file = [times_by_row(results) for results in process_results(directory).values()]
+    processes = process_results(directory)
+    if stems is not None:
+        missing = sorted(set(stems) - set(processes))
+        if missing:
+            raise SystemExit(f"no {', '.join(m + '.json' for m in missing)} in {directory}")
+        processes = {stem: processes[stem] for stem in stems}
+    per_file = [times_by_row(results) for results in processes.values()]
     if not per_file:
         raise SystemExit(f"no process*.json in {directory}")
     rows = rows_in_every_file(per_file)
@@ -138,10 +145,17 @@ def write_medians(directory: Path, profile: Path, out: Path) -> int:
     table = pq.read_table(profile).take(pa.array(rows))
     medians = [statistics.median([t for f in per_file for t in f[i]]) for i in rows]
     table = table.append_column("duration_us_single", table.column("duration_us"))
-    table = table.set_column(table.schema.get_field_index("duration_us"), "duration_us", pa.array(medians))
+    return table.set_column(table.schema.get_field_index("duration_us"), "duration_us", pa.array(medians))
+
+
+def write_medians(directory: Path, profile: Path, out: Path) -> int:
+    """Write `median_table(directory, profile)` to `out`; returns the number of rows written."""
+    import pyarrow.parquet as pq
+
+    table = median_table(directory, profile)
     out.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, out)
-    return len(rows)
+    return table.num_rows
 
 
 def clocks() -> str:

@@ -132,8 +132,9 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
     A cuDNN RNN launches kernels for every time step, layer and direction (`features.rnn_cells`), so
     its host time grows with the sequence while its first kernels run: the simulator lets the GPU
     start it when the host starts launching, and ends it no earlier than the last launch. Zero for
-    other rows, and for every row while the GPU's host figures lack `rnn_cell_forward_us` /
-    `rnn_cell_backward_us` (measured by `maya profile --families host` since 2026-12-02).
+    other rows, and for every row where the GPU's host figures lack `rnn_cell_forward_us` /
+    `rnn_cell_backward_us` (measured by `maya profile --families host` since 2026-12-02; the shipped
+    H200 figures have them).
     """
     from maya.estimator.features import rnn_cells
 

@@ -4,6 +4,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -38,3 +39,25 @@ def test_no_common_row_is_an_error(tmp_path):
         probe.write_medians(tmp_path, HELDOUT_RNN, tmp_path / "x.parquet")
     with pytest.raises(SystemExit, match="no process"):
         probe.write_medians(tmp_path / "empty", HELDOUT_RNN, tmp_path / "x.parquet")
+
+
+def test_median_table_of_named_processes_only(tmp_path):
+    _process(tmp_path / "process1.json", {3: [100.0], 5: [10.0]})
+    _process(tmp_path / "process2.json", {3: [300.0]})
+    table = probe.median_table(tmp_path, HELDOUT_RNN, ["process1"])
+    assert table.column("duration_us").to_pylist() == [100.0, 10.0]
+    with pytest.raises(SystemExit, match="no process3.json"):
+        probe.median_table(tmp_path, HELDOUT_RNN, ["process3"])
+
+
+def test_estimator_accuracy_takes_retimed_rows_in_place_of_the_held_out_timing(tmp_path):
+    spec = importlib.util.spec_from_file_location("estimator_accuracy", ROOT / "benchmarks" / "estimator_accuracy.py")
+    accuracy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(accuracy)
+    _process(tmp_path / "process1.json", {0: [7.0], 2: [9.0]})
+    held = accuracy._read(HELDOUT_RNN.parent)
+    table = accuracy.retime(held, HELDOUT_RNN.parent, {"rnn": tmp_path})
+    families = table.column("family").to_pylist()
+    rnn = table.filter(pa.array([f == "rnn" for f in families]))
+    assert rnn.column("duration_us").to_pylist() == [7.0, 9.0]
+    assert families.count("rnn") == 2 and len(families) == held.num_rows - pq.read_metadata(HELDOUT_RNN).num_rows + 2

@@ -13,7 +13,9 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 # family -> (median |error| bound, time-weighted error bound), fractions.
-BOUNDS = {"gemm": (0.06, 0.05), "sdpa": (0.04, 0.05), "conv": (0.19, 0.25)}
+BOUNDS = {"gemm": (0.06, 0.05), "sdpa": (0.04, 0.05), "conv": (0.19, 0.25), "rnn": (0.09, 0.19)}
+# RNN rows are scored against their sleep-timed median (`estimator_accuracy.RETIMED`); the set has 160.
+MIN_ROWS = {"rnn": 150}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,7 @@ def heldout_errors():
 @pytest.mark.parametrize("family", sorted(BOUNDS))
 def test_shipped_models_on_heldout_shapes(heldout_errors, family):
     rows = heldout_errors[heldout_errors.family == family]
-    assert len(rows) > 200
+    assert len(rows) > MIN_ROWS.get(family, 200)
     median = rows.error.abs().median()
     weighted = (rows.predicted_us - rows.measured_us).abs().sum() / rows.measured_us.sum()
     median_bound, weighted_bound = BOUNDS[family]
