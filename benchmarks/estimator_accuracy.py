@@ -24,6 +24,7 @@ the median over three processes that timed them behind a GPU sleep, as the profi
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -197,6 +198,7 @@ def main() -> int:
         print("\nconvolutions autotuned (cudnn.benchmark on):\n" + autotuned)
     if args.out:
         command = (args.heldout / "command.txt").read_text().strip() if (args.heldout / "command.txt").exists() else "?"
+        reproduce = " ".join(["python benchmarks/estimator_accuracy.py", *map(shlex.quote, sys.argv[1:])])
         args.out.write_text(
             "# Estimator accuracy on held-out op shapes (H200)\n\n"
             f"- Held-out profiles: `{args.heldout.relative_to(ROOT) if args.heldout.is_relative_to(ROOT) else args.heldout}`"
@@ -206,12 +208,12 @@ def main() -> int:
             + "".join(f"- {family}: measured by the median over the process files of `{d.relative_to(ROOT)}/`, timed behind"
                       " a GPU sleep as `maya profile` now times this family (the held-out timing was launch-bound).\n"
                       for family, d in retimed.items())
-            + "- Reproduce: `python benchmarks/estimator_accuracy.py`\n\n" + text + "\n"
+            + f"- Reproduce: `{reproduce}`\n\n" + text + "\n"
             + (f"\n## Convolutions autotuned (`torch.backends.cudnn.benchmark`)\n\nThe same seed-1 convolution shapes timed"
                f" with cuDNN's autotuning on (`{args.autotuned.name}/`, its command in `command.txt` there), as scripts"
                " that set the flag run them; the emulator records the flag and the model sees it.\n\n" + autotuned + "\n"
                if autotuned else "")
-            + ("\n## Noise floor\n\nThe held-out signatures timed again in another session ("
+            + ("\n## Noise floor\n\nThe held-out signatures timed again later ("
                + ", ".join(f"`{d.name}/`" for d in repeats)
                + ", each command in its `command.txt`"
                + "".join(f"; {family}: `process2` against `process1` of `{d.name}/`, two processes of one lease"
