@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +34,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="do not write the profile rows as an exact lookup table (exact_durations.parquet): estimates "
                         "then come from the models, and from a `maya profile --trace` table where one is given "
                         "(how the shipped H200 models are fitted)")
+    f.add_argument("--families", default=None, metavar="FAMILY[,FAMILY]",
+                   help="refit only these families (e.g. rnn after new RNN profiles) and keep the other models and their "
+                        "fit_report.json entries in --out; needs --no-exact-table")
     f.set_defaults(run=_run_fit)
 
 
@@ -46,7 +50,13 @@ def _run_profile(args: argparse.Namespace) -> int:
 def _run_fit(args: argparse.Namespace) -> int:
     from maya.estimator.fit import fit_models
 
-    report = fit_models(args.profiles, args.out, seed=args.seed, gpu=args.gpu, exact_table=not args.no_exact_table)
+    families = [name.strip() for name in args.families.split(",") if name.strip()] if args.families else None
+    try:
+        report = fit_models(args.profiles, args.out, seed=args.seed, gpu=args.gpu,
+                            exact_table=not args.no_exact_table, families=families)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"maya fit: error: {e}", file=sys.stderr)
+        return 2
     rows = {name: {"held-out time-weighted error": round(f.time_weighted_error, 4), "median APE": round(f.median_ape, 4)}
             for name, f in report.families.items()}
     print(json.dumps(rows, indent=2))

@@ -16,15 +16,17 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from maya.estimator.exact_table import EXACT_FILE, ExactTable
 from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
-from maya.estimator.fit_report import FamilyFit, FitReport
+from maya.estimator.fit_report import REPORT_FILE, FamilyFit, FitReport
 from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
 from maya.estimator.signature import _mix, signature_keys
 from maya.hardware import GpuSpec, load_gpu
@@ -160,6 +162,22 @@ def _regressor(catboost, family: str, *, iterations: int, seed: int, thread_coun
     )
 
 
+def _only_families(profiles: pa.Table, wanted: set[str], out_dir: Path, exact_table: bool) -> tuple[pa.Table, FitReport]:
+    """The rows of the `wanted` families, and the report of `out_dir` that their new models join."""
+    if exact_table:
+        raise ValueError("refitting some families (--families) needs --no-exact-table: the exact table covers every family")
+    present = set(profiles.column("family").to_pylist())
+    unknown = sorted(wanted - present)
+    if unknown:
+        raise ValueError(f"no profile rows of famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
+                         f"(the profiles have {', '.join(sorted(present))})")
+    if not (out_dir / REPORT_FILE).exists():
+        raise ValueError(f"{out_dir} has no {REPORT_FILE} to keep the other families' models from; "
+                         "fit every family first (leave out --families)")
+    keep = pc.is_in(profiles.column("family"), value_set=pa.array(sorted(wanted)))
+    return profiles.filter(keep), FitReport.load(out_dir)
+
+
 def fit_models(
     profile_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
@@ -170,6 +188,7 @@ def fit_models(
     iterations: int = 1000,
     thread_count: int = 4,
     exact_table: bool = True,
+    families: Iterable[str] | None = None,
 ) -> FitReport:
     """Train and save one CatBoost model per op family; return the held-out report.
 
@@ -189,12 +208,28 @@ def fit_models(
             table the calibration workloads' paired kernel time fits 2.7% instead of 3.7%
             (`python benchmarks/calibrate.py` before and after 0935905).
 
+        families: refit only these families (each model depends only on its family's rows, so the
+            result equals a full fit's models of them) and keep the other models in `out_dir`: their
+            entries of its `fit_report.json`, which must exist and record the same settings, stay.
+            Needs `exact_table=False`, as the exact table covers every family.
+
     Returns:
         The `FitReport`, also saved as `<out_dir>/fit_report.json`.
     """
     catboost = import_catboost()
     profiles = read_profiles(profile_dir)
+    previous = None
+    if families is not None:
+        profiles, previous = _only_families(profiles, set(families), Path(out_dir), exact_table)
     spec, gpu_name = _resolve_gpu(profiles, gpu)
+    if previous is not None:
+        now = {"gpu": spec.key, "gpu_name": gpu_name, "catboost_version": catboost.__version__, "seed": seed,
+               "holdout_fraction": holdout_fraction, "iterations": iterations, "thread_count": thread_count}
+        differ = [f"{name} {getattr(previous, name)!r} there, {value!r} now" for name, value in now.items()
+                  if getattr(previous, name) != value]
+        if differ:
+            raise ValueError(f"{out_dir}: its models were fitted with other settings ({'; '.join(differ)}); "
+                             "refit every family (leave out --families)")
     measured = np.asarray(profiles.column("duration_us").to_numpy(zero_copy_only=False), dtype=np.float64)
     valid = np.isfinite(measured) & (measured > 0)
     if not valid.all():
@@ -251,12 +286,14 @@ def fit_models(
         logger.info("fitted %s on %d rows; held-out time-weighted error %s", family, len(rows),
                     metrics["time_weighted_error"])
 
+    torch_versions = set(profiles.column("torch_version").to_pylist()) if "torch_version" in profiles.column_names else set()
     report = FitReport(
         gpu=spec.key, gpu_name=gpu_name,
-        torch_versions=tuple(sorted(set(profiles.column("torch_version").to_pylist())))
-        if "torch_version" in profiles.column_names else (),
+        torch_versions=tuple(sorted(torch_versions | set(previous.torch_versions if previous else ()))),
         catboost_version=catboost.__version__, seed=seed, holdout_fraction=holdout_fraction,
-        iterations=iterations, thread_count=thread_count, families=fits,
+        iterations=iterations, thread_count=thread_count,
+        families=dict(sorted({**(previous.families if previous else {}), **fits}.items())),
     )
+
     report.save(out)
     return report

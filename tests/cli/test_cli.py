@@ -90,3 +90,12 @@ def test_simulate_bad_cluster_yaml_exits_2_naming_the_field(tmp_path, capsys):
     spec.write_text("gpu: b300\ngpus_per_node: 8\nnics_per_node: 8\nnic_bandwidth_Gbps: 400\n")
     assert main(["simulate", str(trace_dir), "--cluster", str(spec)]) == 2
     assert "cluster 'bad': gpu='b300' is not in the GPU catalog" in capsys.readouterr().err
+
+
+def test_fit_bad_input_exits_2_naming_the_problem(tmp_path, capsys):
+    assert main(["fit", "--profiles", str(tmp_path), "--out", str(tmp_path / "m")]) == 2
+    assert "no profile Parquet files" in capsys.readouterr().err
+    profiles = str(ROOT / "maya" / "estimator" / "data" / "h200")
+    assert main(["fit", "--profiles", profiles, "--out", str(tmp_path / "m"), "--families", "nope",
+                 "--no-exact-table"]) == 2
+    assert "no profile rows of family nope (the profiles have conv, copy" in capsys.readouterr().err

@@ -95,3 +95,36 @@ def test_models_fitted_without_an_exact_table_estimate_every_op_from_the_models(
     assert not (tmp_path / EXACT_FILE).exists()  # the earlier table is gone, not left stale
     assert "exact" not in set(estimate_trace(rows, models_dir=tmp_path)["estimate_source"])
     load_model_set.cache_clear()
+
+
+def test_refitting_some_families_gives_a_full_fits_models_and_keeps_the_others(profile_dir, tmp_path, profiles):
+    from maya.estimator.estimate import estimate_trace
+
+    full = fit_models(profile_dir, tmp_path / "full", seed=0, gpu="h200", iterations=40, exact_table=False)
+    shutil.copytree(tmp_path / "full", tmp_path / "part")
+    kept = {name: (tmp_path / "part" / f"{name}.cbm.gz").read_bytes() for name in ("gemm", "elementwise")}
+    (tmp_path / "part" / "softmax.cbm.gz").unlink()
+    part = fit_models(profile_dir, tmp_path / "part", seed=0, gpu="h200", iterations=40, exact_table=False,
+                      families=["softmax"])
+    assert part == full and FitReport.load(tmp_path / "part") == full
+    assert all((tmp_path / "part" / f"{name}.cbm.gz").read_bytes() == data for name, data in kept.items())
+    rows = profiles.filter(np.array([f == "softmax" for f in profiles.column("family").to_pylist()]))
+    load_model_set.cache_clear()
+    np.testing.assert_array_equal(
+        estimate_trace(rows, models_dir=tmp_path / "part", exact=False)["duration_us"].to_numpy(),
+        estimate_trace(rows, models_dir=tmp_path / "full", exact=False)["duration_us"].to_numpy())
+    load_model_set.cache_clear()
+
+
+def test_refitting_some_families_refuses_what_it_cannot_merge(profile_dir, tmp_path):
+    with pytest.raises(ValueError, match="no fit_report.json"):
+        fit_models(profile_dir, tmp_path / "empty", gpu="h200", iterations=40, exact_table=False, families=["gemm"])
+    fit_models(profile_dir, tmp_path / "m", gpu="h200", iterations=40, exact_table=False)
+    with pytest.raises(ValueError, match="no profile rows of family conv"):
+        fit_models(profile_dir, tmp_path / "m", gpu="h200", iterations=40, exact_table=False, families=["conv"])
+    with pytest.raises(ValueError, match="needs --no-exact-table"):
+        fit_models(profile_dir, tmp_path / "m", gpu="h200", iterations=40, families=["gemm"])
+    before = (tmp_path / "m" / "gemm.cbm.gz").read_bytes()
+    with pytest.raises(ValueError, match="iterations 40 there, 50 now"):
+        fit_models(profile_dir, tmp_path / "m", gpu="h200", iterations=50, exact_table=False, families=["gemm"])
+    assert (tmp_path / "m" / "gemm.cbm.gz").read_bytes() == before  # refused before anything was written
