@@ -10,7 +10,8 @@
 # OUT/grid_no-tf32/rnn.parquet: the float32 RNN grid with TF32 off;
 # OUT/draws/rnn_seed23 .. 25 (TF32 on) and rnn_seed26_no-tf32 .. 35_no-tf32.
 #
-# Then, without a GPU, to ship them in place of the idle-GPU (launch-bound) RNN profiles:
+# Then, without a GPU, to ship them in place of the idle-GPU (launch-bound) RNN profiles (done 2026-12-02,
+# session 14: benchmarks/gpu/rnn_sleep_h200/COMMANDS.md):
 #   python benchmarks/gpu/combine_draws.py maya/estimator/data/h200/rnn.parquet \
 #       benchmarks/gpu/rnn_sleep_h200/rnn_sleep.parquet OUT/grid_no-tf32/rnn.parquet
 #   python benchmarks/gpu/combine_draws.py maya/estimator/data/h200/rnn_draws.parquet OUT/draws/rnn_seed*/rnn.parquet
