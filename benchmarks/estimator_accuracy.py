@@ -24,6 +24,7 @@ the median over three processes that timed them behind a GPU sleep, as the profi
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
 from pathlib import Path
@@ -57,14 +58,20 @@ def _read(*directories: Path) -> pa.Table:
     return pa.concat_tables(tables, promote_options="default")
 
 
+@functools.cache
 def _probe():
-    """benchmarks/gpu/rnn_repeat_probe.py as a module (it reads the process files)."""
+    """benchmarks/gpu/rnn_repeat_probe.py as a module (it reads the process files), loaded once."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("rnn_repeat_probe", ROOT / "benchmarks" / "gpu" / "rnn_repeat_probe.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def default_retimed(heldout: Path) -> dict[str, Path]:
+    """`RETIMED` for the committed held-out set; no re-timed families for any other set."""
+    return RETIMED if heldout == HELDOUT else {}
 
 
 def retime(table: pa.Table, heldout: Path, retimed: dict[str, Path], stems: list[str] | None = None) -> pa.Table:
@@ -95,12 +102,10 @@ def profile_keys(table: pa.Table) -> np.ndarray:
 def evaluate(heldout: Path, training: Path, gpu: str = "h200", models_dir: Path | None = None,
              retimed: dict[str, Path] | None = None) -> pd.DataFrame:
     """One row per held-out op: family, op, measured and predicted microseconds; `retimed` families'
-    rows measured as `retime` says (default `RETIMED` for the default held-out set, none otherwise)."""
+    rows measured as `retime` says (default: `default_retimed(heldout)`)."""
     from maya.estimator.estimate import estimate_trace
 
-    if retimed is None:
-        retimed = RETIMED if heldout == HELDOUT else {}
-    held = retime(_read(heldout), heldout, retimed)
+    held = retime(_read(heldout), heldout, default_retimed(heldout) if retimed is None else retimed)
     seen = set(profile_keys(_read(training)).tolist())
     fresh = np.array([k not in seen for k in profile_keys(held).tolist()])
     held = held.filter(pa.array(fresh))
@@ -186,7 +191,7 @@ def main() -> int:
     worst = df.reindex(df.error.abs().sort_values(ascending=False).index).head(10)
     print("\nworst ops:\n" + worst.to_string(index=False))
     repeats = [d for d in args.repeat if d.exists()]
-    retimed = RETIMED if args.heldout == HELDOUT else {}
+    retimed = default_retimed(args.heldout)
     floor = noise_floor(args.heldout, repeats, retimed) if repeats else None
     if floor:
         print("\nnoise floor (held-out signatures timed in two sessions):\n" + floor)
