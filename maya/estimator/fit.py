@@ -292,8 +292,7 @@ def fit_models(
         torch_versions=tuple(sorted(torch_versions | set(previous.torch_versions if previous else ()))),
         catboost_version=catboost.__version__, seed=seed, holdout_fraction=holdout_fraction,
         iterations=iterations, thread_count=thread_count,
-        families=dict(sorted({**(previous.families if previous else {}), **fits}.items())),
+        families={**(previous.families if previous else {}), **fits},
     )
-
     report.save(out)
     return report
