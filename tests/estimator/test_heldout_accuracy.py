@@ -17,13 +17,14 @@ BOUNDS = {"gemm": (0.06, 0.05), "sdpa": (0.04, 0.05), "conv": (0.19, 0.25), "rnn
 # RNN rows are scored against their sleep-timed median (`estimator_accuracy.RETIMED`); the set has 160.
 MIN_ROWS = {"rnn": 150}
 
+_spec = importlib.util.spec_from_file_location("estimator_accuracy", ROOT / "benchmarks" / "estimator_accuracy.py")
+accuracy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(accuracy)
+
 
 @pytest.fixture(scope="module")
 def heldout_errors():
-    spec = importlib.util.spec_from_file_location("estimator_accuracy", ROOT / "benchmarks" / "estimator_accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.evaluate(module.HELDOUT, module.TRAINING)
+    return accuracy.evaluate(accuracy.HELDOUT, accuracy.TRAINING)
 
 
 @pytest.mark.parametrize("family", sorted(BOUNDS))
@@ -40,10 +41,7 @@ def test_shipped_models_on_heldout_shapes(heldout_errors, family):
 def test_shipped_convolution_model_on_real_cnn_layers():
     """The held-out CNN workloads' own layer shapes (benchmarks/gpu/heldout_cnn_layers_h200; scored in
     benchmarks/results/estimator_accuracy_cnn_layers_h200.md): a bound a little above what was measured."""
-    spec = importlib.util.spec_from_file_location("estimator_accuracy", ROOT / "benchmarks" / "estimator_accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    df = module.evaluate(ROOT / "benchmarks" / "gpu" / "heldout_cnn_layers_h200", module.TRAINING)
+    df = accuracy.evaluate(ROOT / "benchmarks" / "gpu" / "heldout_cnn_layers_h200", accuracy.TRAINING)
     rows = df[df.family == "conv"]
     assert len(rows) > 140
     weighted = (rows.predicted_us - rows.measured_us).abs().sum() / rows.measured_us.sum()
