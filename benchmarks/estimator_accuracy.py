@@ -120,6 +120,7 @@ def evaluate(heldout: Path, training: Path, gpu: str = "h200", models_dir: Path 
                 "family": part.column("family").to_pylist(), "op": part.column("op").to_pylist(),
                 "measured_us": part.column("duration_us").to_numpy(), "predicted_us": est["duration_us"].to_numpy(),
                 "source": est["estimate_source"].to_numpy(),
+                "workload": part.column("workload").to_pylist() if "workload" in part.column_names else None,
             }))  # fmt: skip
     df = pd.concat(frames, ignore_index=True)
     df["error"] = (df.predicted_us - df.measured_us) / df.measured_us
@@ -151,6 +152,24 @@ def table(df: pd.DataFrame) -> tuple[str, bool]:
     lines.append(f"| **all** | {len(df)} | 100.0% | {df.error.abs().median():.1%} | {overall:.1%} | "
                  f"time-weighted <= {ALL_FAMILIES_TARGET:.0%}: {'met' if met else 'NOT met'} |")
     return "\n".join(lines), ok
+
+
+def by_workload(df: pd.DataFrame) -> str | None:
+    """Markdown table per workload (held-out sets made from training steps carry a `workload` column):
+    all its ops and its convolutions, measured and predicted time summed over its signatures, median
+    |error| and time-weighted error; None without workloads."""
+    if df.workload.isna().all():
+        return None
+    lines = ["| workload | ops | median abs error | time-weighted error | convolutions | conv measured / predicted ms"
+             " | conv time-weighted error |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for workload, g in df.groupby("workload"):
+        conv = g[g.family == "conv"]
+        conv_cells = (f"{conv.measured_us.sum() / 1e3:.2f} / {conv.predicted_us.sum() / 1e3:.2f} | "
+                      f"{(conv.predicted_us - conv.measured_us).abs().sum() / conv.measured_us.sum():.1%}"
+                      if len(conv) else "- | -")
+        lines.append(f"| {workload} | {len(g)} | {g.error.abs().median():.1%} | "
+                     f"{(g.predicted_us - g.measured_us).abs().sum() / g.measured_us.sum():.1%} | {len(conv)} | {conv_cells} |")
+    return "\n".join(lines)
 
 
 def noise_floor(heldout: Path, repeats: list[Path], retimed: dict[str, Path] | None = None) -> str:
@@ -188,6 +207,9 @@ def main() -> int:
     df = evaluate(args.heldout, args.training, models_dir=args.models)
     text, ok = table(df)
     print(text)
+    workloads = by_workload(df)
+    if workloads:
+        print("\nper workload:\n" + workloads)
     worst = df.reindex(df.error.abs().sort_values(ascending=False).index).head(10)
     print("\nworst ops:\n" + worst.to_string(index=False))
     repeats = [d for d in args.repeat if d.exists()]
@@ -214,6 +236,8 @@ def main() -> int:
                       " a GPU sleep as `maya profile` now times this family (the held-out timing was launch-bound).\n"
                       for family, d in retimed.items())
             + f"- Reproduce: `{reproduce}`\n\n" + text + "\n"
+            + ("\n## Per workload\n\nThe signatures of each workload's step (each counted once, not weighted by how"
+               " often the step runs it).\n\n" + workloads + "\n" if workloads else "")
             + (f"\n## Convolutions autotuned (`torch.backends.cudnn.benchmark`)\n\nThe same seed-1 convolution shapes timed"
                f" with cuDNN's autotuning on (`{args.autotuned.name}/`, its command in `command.txt` there), as scripts"
                " that set the flag run them; the emulator records the flag and the model sees it.\n\n" + autotuned + "\n"

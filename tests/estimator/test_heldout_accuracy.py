@@ -46,3 +46,12 @@ def test_shipped_convolution_model_on_real_cnn_layers():
     assert len(rows) > 140
     weighted = (rows.predicted_us - rows.measured_us).abs().sum() / rows.measured_us.sum()
     assert rows.error.abs().median() <= 0.12 and weighted <= 0.22, (rows.error.abs().median(), weighted)
+
+
+def test_per_workload_table_only_for_sets_made_from_training_steps():
+    cnn = accuracy.evaluate(ROOT / "benchmarks" / "gpu" / "heldout_cnn_layers_h200", accuracy.TRAINING)
+    rows = accuracy.by_workload(cnn).splitlines()[2:]
+    assert [r.split(" | ")[0] for r in rows] == ["| cifar_resnet18_bf16", "| convnext_tiny_bf16",
+                                                 "| resnet50_bf16_channels_last", "| unet_ddpm_bf16"]
+    assert accuracy.by_workload(cnn[cnn.family != "conv"]).count("| - | -") == 4
+    assert accuracy.by_workload(accuracy.evaluate(accuracy.HELDOUT, accuracy.TRAINING)) is None
