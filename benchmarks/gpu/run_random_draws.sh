@@ -2,8 +2,8 @@
 # More training rows for the CatBoost models: the random draws (shapes off the fixed grid) of more
 # seeds, on one GPU, from the repository root:
 #   bash benchmarks/gpu/run_random_draws.sh OUT GPU SECONDS JOB...
-# JOB is FAMILY:SEED or FAMILY:SEED:no-tf32. Each job runs
-#   python3 -m maya.estimator.profiler --out OUT/FAMILY_seedSEED[_no-tf32] --random-only --seed SEED --families FAMILY [--no-tf32]
+# JOB is FAMILY:SEED, FAMILY:SEED:no-tf32 or conv:SEED:flip-grad-layout. Each job runs
+#   python3 -m maya.estimator.profiler --out OUT/FAMILY_seedSEED[_MODE] --random-only --seed SEED --families FAMILY [--MODE]
 # on CUDA_VISIBLE_DEVICES=GPU. Jobs run one after another until SECONDS have passed: a job still running
 # then is stopped (its rows are lost) and later jobs are not started. Seed 1 is refused: its draws are
 # the held-out set of benchmarks/estimator_accuracy.py (benchmarks/gpu/heldout_ops_h200).
@@ -18,7 +18,7 @@ for job in "$@"; do
   left=$((deadline - SECONDS))
   if [ "$left" -le 5 ]; then echo "skipped $job: out of time"; continue; fi
   dir="$out/${family}_seed${seed}${mode:+_$mode}"
-  flags=(); [ "$mode" = no-tf32 ] && flags=(--no-tf32)
+  flags=(); [ -n "$mode" ] && flags=("--$mode")
   start=$SECONDS
   CUDA_VISIBLE_DEVICES=$gpu timeout "$left" python3 -m maya.estimator.profiler --out "$dir" --random-only \
     --seed "$seed" --families "$family" "${flags[@]}" > "$dir.log" 2>&1

@@ -190,6 +190,7 @@ def run_profile(
     shard: tuple[int, int] = (0, 1),
     no_tf32: bool = False,
     dtypes: Sequence[str] | None = None,
+    flip_grad_layout: bool = False,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -217,6 +218,9 @@ def run_profile(
             signatures follow its own recorded setting either way.
         dtypes: time only the grids' cases whose first tensor has one of these dtypes ("float32"),
             to extend a profile after a grid gained cases of a dtype; None: every case.
+        flip_grad_layout: time only the grids' convolution backward cases, each with its grad_output
+            in the other memory format than its input's (channels-last against NCHW), as models
+            that permute to NHWC around a convolution (ConvNeXt's LayerNorm and Linear) hand it.
 
     Returns:
         `out_dir` as a Path.
@@ -255,6 +259,8 @@ def run_profile(
             cases = [_with_cudnn_benchmark(case) for case in cases]
         if no_tf32:
             cases = [dataclasses.replace(case, allow_tf32=False) for case in cases]
+        if flip_grad_layout:
+            cases = [flipped for flipped in map(with_flipped_grad_layout, cases) if flipped is not None]
         if dtypes is not None:
             cases = [case for case in cases if case.input_dtypes[:1] and case.input_dtypes[0] in dtypes]
         cases = cases[shard[0]::shard[1]]
@@ -362,6 +368,22 @@ def _with_cudnn_benchmark(case: ProfileCase) -> ProfileCase:
     if case.op not in CUDNN_BENCHMARK_OPS:
         return case
     return dataclasses.replace(case, attrs={**case.attrs, CUDNN_BENCHMARK: True})
+
+
+def with_flipped_grad_layout(case: ProfileCase) -> ProfileCase | None:
+    """A convolution backward `case` with its 4-d grad_output in the other memory format (NCHW <->
+    channels-last) than the grid gave it; None for any other case, or where both formats coincide."""
+    if case.op != "aten::convolution_backward" or len(case.input_shapes[0]) != 4:
+        return None
+    n, c, h, w = case.input_shapes[0]
+    contiguous, channels_last = (c * h * w, h * w, w, 1), (h * w * c, 1, w * c, c)
+    if contiguous == channels_last or c == 1 or h * w == 1:
+        return None
+    strides = case.input_strides[0]
+    if strides not in (contiguous, channels_last):
+        return None
+    flipped = channels_last if strides == contiguous else contiguous
+    return dataclasses.replace(case, input_strides=(flipped, *case.input_strides[1:]))
 
 
 def _profile_one(
@@ -522,6 +544,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="time the grids' float32 cases with TF32 off, as scripts that set torch.backends.cudnn.allow_tf32 "
         "and torch.backends.cuda.matmul.allow_tf32 to False run them",
     )
+    parser.add_argument(
+        "--flip-grad-layout", action="store_true",
+        help="time only the convolution backward cases, with grad_output in the other memory format than the "
+        "input's (NCHW against channels-last), as models that permute to NHWC around a convolution hand it",
+    )
     return parser
 
 
@@ -540,7 +567,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
     return run_profile(
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
         flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
-        shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes,
+        shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes, flip_grad_layout=args.flip_grad_layout,
     )
 
 

@@ -213,6 +213,22 @@ def test_no_tf32_times_every_float32_case_with_tf32_off(tmp_path):
     assert {row["input_dtypes"][0] for row in rows} == {"float32"}
 
 
+def test_flip_grad_layout_times_each_convolution_backward_with_the_other_grad_format(tmp_path):
+    # ConvNeXt's block permutes to NHWC and back, so its convolutions' backward gets a channels-last
+    # grad_output beside an NCHW input: --flip-grad-layout times the grid's backward cases that way.
+    plain = pq.read_table(run_profile(tmp_path / "plain", families=["conv"], device="cpu", quick=True) / "conv.parquet")
+    main(["--out", str(tmp_path / "flip"), "--families", "conv", "--quick", "--device", "cpu", "--flip-grad-layout"])
+    rows = pq.read_table(tmp_path / "flip" / "conv.parquet").to_pylist()
+    backward = [row for row in plain.to_pylist() if row["op"] == "aten::convolution_backward"]
+    assert rows and len(rows) == len(backward) < plain.num_rows
+    for row, before in zip(rows, backward):
+        assert row["input_shapes"] == before["input_shapes"] and row["input_strides"][1:] == before["input_strides"][1:]
+        n, c, h, w = row["input_shapes"][0]
+        nchw, nhwc = [c * h * w, h * w, w, 1], [h * w * c, 1, w * c, c]
+        assert {tuple(row["input_strides"][0]), tuple(before["input_strides"][0])} == {tuple(nchw), tuple(nhwc)}
+        assert row["duration_us"] > 0
+
+
 def test_dtypes_times_only_the_cases_of_those_dtypes(tmp_path):
     # --dtypes extends a profile after a grid gained cases of one dtype, without re-timing the rest.
     main(["--out", str(tmp_path / "bf16"), "--families", "copy", "--quick", "--device", "cpu", "--dtypes", "bfloat16"])
