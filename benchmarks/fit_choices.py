@@ -16,7 +16,8 @@ signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` use
 `deeper` (shipped with depth 10).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
-`--new` may then be left out. `--by-file` also scores the held-out rows of each profile file apart,
+`--new` may then be left out. `--score-new` also holds out a fifth of the new rows' signatures (seed 0)
+from every fit and scores them apart: whether new rows of a kind the rows before lack are learnt. `--by-kind` scores convolutions of each kind (depthwise, grouped or dense; kernel side; forward or backward) apart. `--by-file` also scores the held-out rows of each profile file apart,
 and for convolutions the rows of the fixed grid's CNN layers (`profile_grid.CONV_LAYERS`: ResNet's
 and ViT's patch embedding, groups 1, at the grid's batch sizes) apart from the random draws.
 Runs on a CPU (CatBoost, 2 threads); a GEMM fit of 80,000 rows takes about two minutes on 2 cores.
@@ -79,6 +80,17 @@ def _conv_grid_layer(features) -> np.ndarray:
             & (f["dilation_prod"].to_numpy() == 1) & f["log2_batch"].isin([4.0, 6.0, 8.0]).to_numpy())
 
 
+def _conv_kind(features) -> np.ndarray:
+    """Each convolution row's kind, read from its features: depthwise, grouped or dense, the kernel's
+    side, and forward or backward."""
+    f = features.reset_index(drop=True)
+    groups = np.where(f["depthwise"].to_numpy() > 0, "depthwise",
+                      np.where(f["log2_groups"].to_numpy() > 0, "grouped", "dense"))
+    side = np.sqrt(f["kernel_numel"].to_numpy()).round().astype(int)
+    direction = np.where(f["is_backward"].to_numpy() > 0, "backward", "forward")
+    return np.array([f"{g} {s}x{s} {d}" for g, s, d in zip(groups, side, direction)], dtype=object)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--family", required=True)
@@ -88,6 +100,11 @@ def main() -> None:
     p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, mae, shallow, deeper")
     p.add_argument("--profiles", type=Path, default=PROFILES)
     p.add_argument("--by-file", action="store_true", help="also score each profile file's held-out rows apart")
+    p.add_argument("--score-new", action="store_true",
+                   help="also hold out a fifth of the new rows' signatures, train without them, and score them apart "
+                        "(for new rows of a kind the rows before lack)")
+    p.add_argument("--by-kind", action="store_true",
+                   help="convolutions: also score the held-out rows of each kind (depthwise or not, kernel size, pass) apart")
     args = p.parse_args()
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
     from maya.estimator.fit import error_metrics, holdout_mask, import_catboost
@@ -116,11 +133,15 @@ def main() -> None:
     x = features[names].reset_index(drop=True)
     if args.by_file and args.family == "conv":
         source_file = np.where(_conv_grid_layer(features), source_file + " (grid CNN layers)", source_file)
+    kind = _conv_kind(features) if args.by_kind and args.family == "conv" else None
     roofline_us = np.exp2(features["log2_roofline_us"].to_numpy())
     y = np.log(measured / roofline_us)
     held_keys = keys[~is_new][holdout_mask(keys[~is_new], 0.2, 0)]
+    if args.score_new and is_new.any():
+        held_keys = np.concatenate([held_keys, keys[is_new][holdout_mask(keys[is_new], 0.2, 0)]])
     held = np.isin(keys, held_keys)
     test = held & ~is_new
+    test_new = held & is_new if args.score_new else np.zeros(len(keys), dtype=bool)
     fractions = sorted({float(f) for f in args.fractions.split(",")})
     if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
         sys.exit(f"--fractions must lie in (0, 1]: {args.fractions}")
@@ -129,7 +150,8 @@ def main() -> None:
     if args.new:
         runs.append(("before + new", ~held))
     print(f"{args.family}: {int((~is_new).sum())} rows before, {int(is_new.sum())} new ({', '.join(args.new) or 'none'}); "
-          f"scored on {int(test.sum())} held-out rows of the rows before")
+          f"scored on {int(test.sum())} held-out rows of the rows before"
+          + (f" and {int(test_new.sum())} held-out new rows" if test_new.any() else ""))
     print("| rows trained on | setting | median abs error | time-weighted error | signed median error, ops < 10 us |")
     print("|---|---|---:|---:|---:|")
     for label, train in runs:
@@ -143,12 +165,24 @@ def main() -> None:
             signed = f"{np.median(relative):+.1%}" if small.any() else "no such ops"
             print(f"| {label} ({int(train.sum())}) | {name} | {metrics['median_ape']:.1%} | "
                   f"{metrics['time_weighted_error']:.1%} | {signed} |", flush=True)
+            if test_new.any():
+                new_predicted = np.exp(model.predict(x[test_new])) * roofline_us[test_new]
+                m = error_metrics(new_predicted, measured[test_new])
+                print(f"| {label} ({int(train.sum())}), held-out new rows ({int(test_new.sum())}) | {name} | "
+                      f"{m['median_ape']:.1%} | {m['time_weighted_error']:.1%} | |", flush=True)
             if args.by_file:
                 for file in sorted(set(source_file[test])):
                     mine = source_file[test] == file
                     m = error_metrics(predicted[mine], measured[test][mine])
                     print(f"| {label}, held-out rows of {file} ({int(mine.sum())}) | {name} | {m['median_ape']:.1%} | "
                           f"{m['time_weighted_error']:.1%} | |", flush=True)
+            if kind is not None:
+                share = measured[test] / measured[test].sum()
+                for k in sorted(set(kind[test])):
+                    mine = kind[test] == k
+                    m = error_metrics(predicted[mine], measured[test][mine])
+                    print(f"| {label}, held-out {k} ({int(mine.sum())}, {share[mine].sum():.1%} of the time) | {name} | "
+                          f"{m['median_ape']:.1%} | {m['time_weighted_error']:.1%} | |", flush=True)
 
 
 if __name__ == "__main__":
