@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 # family -> (median |error| bound, time-weighted error bound), fractions.
-BOUNDS = {"gemm": (0.06, 0.05), "sdpa": (0.04, 0.05), "conv": (0.19, 0.25), "rnn": (0.09, 0.19)}
+BOUNDS = {"gemm": (0.06, 0.05), "sdpa": (0.04, 0.05), "conv": (0.19, 0.25), "rnn": (0.07, 0.14)}
 # RNN rows are scored against their sleep-timed median (`estimator_accuracy.RETIMED`); the set has 160.
 MIN_ROWS = {"rnn": 150}
 
@@ -45,7 +45,7 @@ def test_shipped_convolution_model_on_real_cnn_layers():
     rows = df[df.family == "conv"]
     assert len(rows) > 140
     weighted = (rows.predicted_us - rows.measured_us).abs().sum() / rows.measured_us.sum()
-    assert rows.error.abs().median() <= 0.12 and weighted <= 0.22, (rows.error.abs().median(), weighted)
+    assert rows.error.abs().median() <= 0.12 and weighted <= 0.16, (rows.error.abs().median(), weighted)
 
 
 def test_per_workload_table_only_for_sets_made_from_training_steps():
