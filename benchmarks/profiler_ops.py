@@ -16,8 +16,6 @@ TRACE_TO_PROFILER: dict[str, str] = {
     "aten::_scaled_dot_product_cudnn_attention": "aten::_cudnn_attention_forward",
     "aten::_scaled_dot_product_cudnn_attention_backward": "aten::_cudnn_attention_backward",
     "aten::convolution": "aten::cudnn_convolution",
-    "aten::native_batch_norm": "aten::cudnn_batch_norm",
-    "aten::native_batch_norm_backward": "aten::cudnn_batch_norm_backward",
     "aten::relu": "aten::clamp_min",
     "aten::_embedding_bag_backward": "aten::_embedding_bag_dense_backward",
     "aten::zeros": "aten::fill_",

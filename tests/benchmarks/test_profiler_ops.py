@@ -18,6 +18,10 @@ def test_overloads_and_launching_ops_map_to_profiler_keys():
     assert key("aten::relu") == "aten::clamp_min"
     assert key("aten::_scaled_dot_product_cudnn_attention_backward") == "aten::_cudnn_attention_backward"
     assert key("aten::mm") == "aten::mm"
+    # The emulator records the batch norm the GPU runs (maya/emulator/batch_norm.py): cuDNN's for
+    # float32, PyTorch's native kernel for bfloat16 input, as the H200's profiles name them.
+    assert key("aten::native_batch_norm") == "aten::native_batch_norm"
+    assert key("aten::cudnn_batch_norm_backward") == "aten::cudnn_batch_norm_backward"
 
 
 def test_every_mapped_key_is_one_the_h200_profiles_use():
