@@ -765,6 +765,11 @@ def _random_norm(rng: random.Random) -> Iterator[ProfileCase]:
             yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
             yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve])
             yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+            # What an AMP model's bfloat16 batch norm runs backward (cuDNN's takes no bfloat16 input);
+            # no random draw consumed, so a seed's other shapes stay as they were.
+            yield make_case(
+                "norm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3]
+            )  # fmt: skip
             continue
         tokens, c = _log_uniform(rng, 16, 65536), _model_width(rng)
         if _nbytes((tokens, c), dtype) > GIB:

@@ -99,6 +99,16 @@ def test_random_draws_are_off_the_grid_seeded_and_replay(family):
         build_replay(case.op, case.input_shapes, case.input_dtypes, case.input_strides, case.attrs, device="cpu")()
 
 
+def test_random_batch_norm_draws_time_the_native_backward_that_amp_runs():
+    # A bfloat16 batch norm (an AMP ResNet's) runs PyTorch's native kernels, backward included.
+    drawn = [c for c in grid("norm", part="random", seed=3) if "batch_norm" in c.op]
+    forward = [c for c in drawn if c.op == "aten::native_batch_norm"]
+    backward = [c for c in drawn if c.op == "aten::native_batch_norm_backward"]
+    assert forward and [c.input_shapes[0] for c in backward] == [c.input_shapes[0] for c in forward]
+    assert [c.input_strides[:2] for c in backward] == [c.input_strides[:1] * 2 for c in forward]
+    assert {c.input_dtypes[0] for c in backward} == {"bfloat16", "float32"}
+
+
 def test_grid_refuses_an_unknown_part():
     with pytest.raises(ValueError, match="part must be"):
         grid("gemm", part="everything")
