@@ -5,7 +5,9 @@
 For each calibration workload profiled on the H200 (benchmarks/gpu/op_times_h200/, made by
 benchmarks/gpu/op_time_probe.py; held-out workloads are refused), it emulates the same iteration,
 estimates it without calibration, and pairs the measured GPU time of each aten op with Maya's
-estimate of the same op. Only ops whose kernel counts agree within 10% are paired, so an op the
+estimate of the same op: the trace ops whose kernels the profiler charges to that op's key
+(benchmarks/profiler_ops.py: `aten::_to_copy`, `clone` and `contiguous` all launch through
+`aten::copy_`), summed. Only ops whose kernel counts agree within 10% are paired, so an op the
 emulation runs differently (a cuDNN RNN against its decomposition) cannot skew a family.
 
 The calibrated estimate of one op is `max(factor * estimate - event_overhead_us, kernel_floor_us)`
@@ -33,24 +35,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 KERNEL_GAP_FILE = ROOT / "benchmarks" / "gpu" / "kernel_gap_h200.json"
-
-PROFILER_TO_TRACE = {
-    "aten::copy_": "aten::_to_copy",
-    "aten::_cudnn_attention_forward": "aten::_scaled_dot_product_cudnn_attention",
-    "aten::_cudnn_attention_backward": "aten::_scaled_dot_product_cudnn_attention_backward",
-    "aten::cudnn_convolution": "aten::convolution",
-    "aten::clamp_min": "aten::relu",
-}
-"""Profiler key (the innermost op that launched the kernels) -> the op name Maya's trace records."""
-
-
-def _base(op: str) -> str:
-    return op.split(".", 1)[0]
-
 
 def main() -> None:
     import suite
+    from profiler_ops import profiler_key
 
     import maya.api
     from maya.estimator.estimate import estimate_trace
@@ -80,19 +70,21 @@ def main() -> None:
             if ratio < 0.99 and op in prof["per_op"]:
                 us = prof["per_op"][op]["self_device_us"]
                 print(f"{w.name}: {op}'s kernels overlap: {us / 1e3:.2f} ms of kernels in {us * ratio / 1e3:.2f} ms")
-        ours = ops.assign(base=ops.op.map(_base)).groupby("base").agg(us=("duration_us", "sum"), n=("op", "size"), op=("op", "first"))
+        # Every trace op whose kernels the profiler charges to one key (`aten::_to_copy`, `clone` and
+        # `contiguous` all to `aten::copy_`) is summed under that key and paired with it.
+        ops = ops.assign(key=ops.op.map(profiler_key), family=ops.op.map(family_of))
+        ours = ops.groupby("key").agg(us=("duration_us", "sum"), n=("op", "size"),
+                                      family=("family", lambda f: f.mode().iat[0] if f.notna().any() else None))
         for key, m in prof["per_op"].items():
-            base = _base(PROFILER_TO_TRACE.get(key, key))
-            if base not in ours.index:
+            if key not in ours.index:
                 continue
-            o = ours.loc[base]
-            family = family_of(o.op)
-            if family is None or abs(o.n - m["count"]) > 0.1 * m["count"]:
+            o = ours.loc[key]
+            if o.family is None or abs(o.n - m["count"]) > 0.1 * m["count"]:
                 continue
             us = m["self_device_us"] * overlap.get(key, 1.0)
-            measured_by_family[family] += us
-            estimated_by_family[family] += o.us
-            used.append((w.name, base, us, o.us, family, int(o.n)))
+            measured_by_family[o.family] += us
+            estimated_by_family[o.family] += o.us
+            used.append((w.name, key, us, o.us, o.family, int(o.n)))
         print(f"{w.name}: paired {sum(1 for u in used if u[0] == w.name)} ops", flush=True)
     floor = round(min(row["profiled_kernel_us"] for row in json.loads(KERNEL_GAP_FILE.read_text())["rows"]), 3)
     fits = [_fit(used, overhead / 10, floor) for overhead in range(51)]
