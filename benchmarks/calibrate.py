@@ -7,7 +7,9 @@ benchmarks/gpu/op_time_probe.py; held-out workloads are refused), it emulates th
 estimates it without calibration, and pairs the measured GPU time of each aten op with Maya's
 estimate of the same op: the trace ops whose kernels the profiler charges to that op's key
 (benchmarks/profiler_ops.py: `aten::_to_copy`, `clone` and `contiguous` all launch through
-`aten::copy_`), summed. Only ops whose kernel counts agree within 10% are paired, so an op the
+`aten::copy_`), summed. Ops whose CUDA implementation runs sub-ops (`composite_op_extra_us` in
+host_overhead.json: embedding backward, index_put, ...) are left out: the profiler charges part of
+their kernels to the sub-ops. Only ops whose kernel counts agree within 10% are paired, so an op the
 emulation runs differently (a cuDNN RNN against its decomposition) cannot skew a family.
 
 The calibrated estimate of one op is `max(factor * estimate - event_overhead_us, kernel_floor_us)`
@@ -38,13 +40,45 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 KERNEL_GAP_FILE = ROOT / "benchmarks" / "gpu" / "kernel_gap_h200.json"
 
+def _base(op: str) -> str:
+    return op.split(".", 1)[0]
+
+
+def pair_ops(workload: str, ops, per_op: dict, overlap: dict[str, float], composite: set[str]) -> list[tuple]:
+    """(workload, profiler key, measured us, estimated us, family, calls) for each op of the H200's
+    per-op table that the trace's kernel rows `ops` (duration_us, op) match.
+
+    Every trace op whose kernels the profiler charges to one key (`aten::_to_copy`, `clone` and
+    `contiguous` all to `aten::copy_`, benchmarks/profiler_ops.py) is summed under that key. Ops whose
+    CUDA implementation runs sub-ops (`composite`: an embedding backward's sort and zero fill,
+    index_put's sort) have part of their kernels charged to those sub-ops' keys, so their measured
+    time is not theirs: left out. A key pairs only when the call counts agree within 10%.
+    """
+    from profiler_ops import profiler_key
+
+    from maya.estimator.families import family_of
+
+    ops = ops[~ops.op.map(_base).isin(composite)]
+    ops = ops.assign(key=ops.op.map(profiler_key), family=ops.op.map(family_of))
+    ours = ops.groupby("key").agg(us=("duration_us", "sum"), n=("op", "size"),
+                                  family=("family", lambda f: f.mode().iat[0] if f.notna().any() else None))
+    pairs = []
+    for key, m in per_op.items():
+        if key not in ours.index:
+            continue
+        o = ours.loc[key]
+        if o.family is None or abs(o.n - m["count"]) > 0.1 * m["count"]:
+            continue
+        pairs.append((workload, key, m["self_device_us"] * overlap.get(key, 1.0), float(o.us), o.family, int(o.n)))
+    return pairs
+
+
 def main() -> None:
     import suite
-    from profiler_ops import profiler_key
 
     import maya.api
     from maya.estimator.estimate import estimate_trace
-    from maya.estimator.families import family_of
+    from maya.estimator.host_cost import composite_op_extra_us
     from maya.trace import read_rank_trace
 
     p = argparse.ArgumentParser()
@@ -53,6 +87,7 @@ def main() -> None:
     measured_by_family: dict[str, float] = collections.defaultdict(float)
     estimated_by_family: dict[str, float] = collections.defaultdict(float)
     used = []
+    composite = set(composite_op_extra_us("h200"))
     for path in sorted((ROOT / "benchmarks" / "gpu" / "op_times_h200").glob("*.json")):
         prof = json.loads(path.read_text())
         w = next(w for w in suite.WORKLOADS if w.name == prof["workload"])
@@ -70,21 +105,10 @@ def main() -> None:
             if ratio < 0.99 and op in prof["per_op"]:
                 us = prof["per_op"][op]["self_device_us"]
                 print(f"{w.name}: {op}'s kernels overlap: {us / 1e3:.2f} ms of kernels in {us * ratio / 1e3:.2f} ms")
-        # Every trace op whose kernels the profiler charges to one key (`aten::_to_copy`, `clone` and
-        # `contiguous` all to `aten::copy_`) is summed under that key and paired with it.
-        ops = ops.assign(key=ops.op.map(profiler_key), family=ops.op.map(family_of))
-        ours = ops.groupby("key").agg(us=("duration_us", "sum"), n=("op", "size"),
-                                      family=("family", lambda f: f.mode().iat[0] if f.notna().any() else None))
-        for key, m in prof["per_op"].items():
-            if key not in ours.index:
-                continue
-            o = ours.loc[key]
-            if o.family is None or abs(o.n - m["count"]) > 0.1 * m["count"]:
-                continue
-            us = m["self_device_us"] * overlap.get(key, 1.0)
-            measured_by_family[o.family] += us
-            estimated_by_family[o.family] += o.us
-            used.append((w.name, key, us, o.us, o.family, int(o.n)))
+        for pair in pair_ops(w.name, ops, prof["per_op"], overlap, composite):
+            measured_by_family[pair[4]] += pair[2]
+            estimated_by_family[pair[4]] += pair[3]
+            used.append(pair)
         print(f"{w.name}: paired {sum(1 for u in used if u[0] == w.name)} ops", flush=True)
     floor = round(min(row["profiled_kernel_us"] for row in json.loads(KERNEL_GAP_FILE.read_text())["rows"]), 3)
     fits = [_fit(used, overhead / 10, floor) for overhead in range(51)]

@@ -59,3 +59,21 @@ def test_kernel_overlap_counts_kernels_on_parallel_streams_once(tmp_path):
         json.dump({"traceEvents": events}, f)
     ratio = calibrate.kernel_overlap(path)
     assert ratio == {"aten::_cudnn_rnn": pytest.approx(30 / 40), "aten::mm": pytest.approx(1.0)}
+
+
+def test_trace_ops_are_summed_under_the_profiler_key_they_launch_through():
+    # The H200's aten::copy_ time covers _to_copy, clone and contiguous; an embedding backward's own
+    # time leaves out its zero fill, charged to aten::fill_, so it is not paired.
+    import pandas as pd
+
+    sys.path.insert(0, str(CALIBRATE_PATH.parent))
+    ops = pd.DataFrame({"op": ["aten::_to_copy", "aten::_to_copy", "aten::clone", "aten::mm",
+                               "aten::embedding_dense_backward"],
+                        "duration_us": [10.0, 20.0, 30.0, 100.0, 50.0]})
+    per_op = {"aten::copy_": {"count": 3, "self_device_us": 54.0}, "aten::mm": {"count": 1, "self_device_us": 90.0},
+              "aten::embedding_dense_backward": {"count": 1, "self_device_us": 20.0},
+              "aten::fill_": {"count": 1, "self_device_us": 25.0}}
+    pairs = calibrate.pair_ops("w", ops, per_op, {"aten::mm": 0.5}, {"aten::embedding_dense_backward"})
+    assert sorted(pairs) == [("w", "aten::copy_", 54.0, 60.0, "copy", 3), ("w", "aten::mm", 45.0, 100.0, "gemm", 1)]
+    # Call counts that disagree by more than 10% are not paired.
+    assert calibrate.pair_ops("w", ops.iloc[:2], per_op, {}, set()) == []
