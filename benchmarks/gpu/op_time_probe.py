@@ -6,6 +6,9 @@ Run from the repository root on a machine with an NVIDIA GPU:
 It writes DIR/<workload>.json per named suite workload (benchmarks/validation/suite.py); with
 --chrome also DIR/<workload>.trace.json.gz, the profiler's Chrome trace of that iteration (every
 kernel with its launching CPU op, for kernels the per-op table cannot attribute to an aten op).
+With --shapes the profiler also records input shapes, and the JSON gets `per_op_shape`: GPU time per
+aten op and input shapes, for pairing Maya's per-signature estimates (recording shapes adds host time
+to the profiled iteration, so its `wall_ms` is not the plain step's).
 """
 
 import argparse
@@ -31,12 +34,13 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--iteration", type=int, default=5)
     p.add_argument("--chrome", action="store_true", help="also write <workload>.trace.json.gz")
+    p.add_argument("--shapes", action="store_true", help="record input shapes; adds per_op_shape to the JSON")
     p.add_argument("workloads", nargs="+")
     args = p.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
     for name in args.workloads:
         w = next(w for w in suite.WORKLOADS if w.name == name)
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=args.shapes)
         state = {"step": 0, "t0": None, "wall_s": None}
 
         def post(*a):
@@ -67,6 +71,12 @@ def main():
         for e in prof.key_averages():
             if e.key.startswith("aten::") and e.self_device_time_total > 0:
                 per_op[e.key] = {"count": e.count, "self_device_us": e.self_device_time_total}
+        per_op_shape = []
+        if args.shapes:
+            for e in prof.key_averages(group_by_input_shape=True):
+                if e.key.startswith("aten::") and e.self_device_time_total > 0:
+                    per_op_shape.append({"op": e.key, "input_shapes": e.input_shapes, "count": e.count,
+                                         "self_device_us": e.self_device_time_total})
         if args.chrome:
             fd, raw = tempfile.mkstemp(suffix=".json")
             os.close(fd)
@@ -77,7 +87,7 @@ def main():
         Path(args.out, f"{name}.json").write_text(json.dumps({
             "workload": name, "argv": sys.argv[1:], "iteration": args.iteration, "gpu": torch.cuda.get_device_name(),
             "torch": torch.__version__, "wall_ms": state["wall_s"] * 1e3, "kernel_busy_ms": busy_us / 1e3,
-            "kernels": len(kernels), "per_op": per_op,
+            "kernels": len(kernels), "per_op": per_op, **({"per_op_shape": per_op_shape} if args.shapes else {}),
         }, indent=1))
         print(f"{name}: wall {state['wall_s'] * 1e3:.2f} ms (profiled), GPU busy {busy_us / 1e3:.2f} ms, {len(kernels)} kernels", flush=True)
 
