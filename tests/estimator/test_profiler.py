@@ -239,6 +239,19 @@ def test_flip_grad_layout_times_each_convolution_backward_with_the_other_grad_fo
         assert row["duration_us"] > 0
 
 
+def test_flip_grad_layout_leaves_other_ops_and_layout_free_shapes_out():
+    from maya.estimator.profiler import with_flipped_grad_layout
+
+    conv = [c for c in grid("conv", quick=True) if c.op == "aten::convolution_backward"][0]
+    assert with_flipped_grad_layout(with_flipped_grad_layout(conv)) == conv  # flipping twice: the grid's case
+    assert with_flipped_grad_layout([c for c in grid("conv", quick=True) if c.op == "aten::convolution"][0]) is None
+    assert with_flipped_grad_layout(grid("gemm", quick=True)[0]) is None
+    one_by_one = make_case("conv", "aten::convolution_backward", [
+        TensorSpec(shape=(2, 16, 1, 1), dtype="float32"), TensorSpec(shape=(2, 8, 1, 1), dtype="float32"),
+        TensorSpec(shape=(16, 8, 1, 1), dtype="float32"), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False]])
+    assert with_flipped_grad_layout(one_by_one) is None  # 1 x 1 images: both formats have the same strides
+
+
 def test_dtypes_times_only_the_cases_of_those_dtypes(tmp_path):
     # --dtypes extends a profile after a grid gained cases of one dtype, without re-timing the rest.
     main(["--out", str(tmp_path / "bf16"), "--families", "copy", "--quick", "--device", "cpu", "--dtypes", "bfloat16"])
