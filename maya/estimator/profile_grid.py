@@ -162,7 +162,8 @@ def _transposed(shape: Sequence[int], dtype: str) -> TensorSpec:
     return _spec(shape, dtype, strides)
 
 
-def _channels_last_strides(n: int, c: int, h: int, w: int) -> tuple[int, ...]:
+def channels_last_strides(n: int, c: int, h: int, w: int) -> tuple[int, ...]:
+    """Strides (elements) of an [N, C, H, W] tensor in channels-last memory format."""
     return (h * w * c, 1, w * c, c)
 
 
@@ -283,10 +284,10 @@ def _conv_cases(
     has_bias = k == 16 if bias is None else bias  # ViT patch embedding has a bias; ResNet convs do not
 
     def tensor(c: int, h: int) -> TensorSpec:
-        return _spec((n, c, h, h), dtype, _channels_last_strides(n, c, h, h) if channels_last else None)
+        return _spec((n, c, h, h), dtype, channels_last_strides(n, c, h, h) if channels_last else None)
 
     w_shape = (cout, cin // groups, k, k)
-    weight = _spec(w_shape, dtype, _channels_last_strides(*w_shape) if channels_last else None)
+    weight = _spec(w_shape, dtype, channels_last_strides(*w_shape) if channels_last else None)
     bias_spec = _spec((cout,), dtype) if has_bias else None
     geometry = [[stride, stride], [pad, pad], [dilation, dilation], False, [0, 0], groups]
     tf32 = dtype == "float32"  # cuDNN allows TF32 by default
@@ -400,7 +401,7 @@ def _batchnorm(quick: bool) -> Iterator[ProfileCase]:
     for dtype in ("float32",) if quick else ("bfloat16", "float32"):
         for c, hw in shapes:
             for channels_last in (False, True):
-                x = _spec((n, c, hw, hw), dtype, _channels_last_strides(n, c, hw, hw) if channels_last else None)
+                x = _spec((n, c, hw, hw), dtype, channels_last_strides(n, c, hw, hw) if channels_last else None)
                 p = _spec((c,), "float32")  # AMP keeps batch-norm parameters and statistics in fp32
                 reserve = _spec((0,), "uint8")
                 yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
@@ -760,7 +761,7 @@ def _random_norm(rng: random.Random) -> Iterator[ProfileCase]:
             if _nbytes((n, c, hw, hw), dtype) > GIB:
                 continue
             channels_last = rng.random() < 0.5
-            x = _spec((n, c, hw, hw), dtype, _channels_last_strides(n, c, hw, hw) if channels_last else None)
+            x = _spec((n, c, hw, hw), dtype, channels_last_strides(n, c, hw, hw) if channels_last else None)
             p, reserve = _spec((c,), "float32"), _spec((0,), "uint8")
             yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
             yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve])

@@ -38,7 +38,7 @@ from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, dtype_name
 from maya.emulator.op_cost import op_cost
 from maya.estimator.families import family_of
 from maya.estimator.host_overhead import measure_host_overhead
-from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, ProfileCase, grid
+from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, ProfileCase, channels_last_strides, grid
 from maya.estimator.replay import Replay, build_replay, encode_arguments
 
 logger = logging.getLogger(__name__)
@@ -376,9 +376,9 @@ def with_flipped_grad_layout(case: ProfileCase) -> ProfileCase | None:
     if case.op != "aten::convolution_backward" or len(case.input_shapes[0]) != 4:
         return None
     n, c, h, w = case.input_shapes[0]
-    contiguous, channels_last = (c * h * w, h * w, w, 1), (h * w * c, 1, w * c, c)
-    if contiguous == channels_last or c == 1 or h * w == 1:
+    if c == 1 or h * w == 1:
         return None
+    contiguous, channels_last = (c * h * w, h * w, w, 1), channels_last_strides(n, c, h, w)
     strides = case.input_strides[0]
     if strides not in (contiguous, channels_last):
         return None
