@@ -17,9 +17,12 @@ signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` use
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
 `--new` may then be left out. `--score-new` also holds out a fifth of the new rows' signatures (seed 0)
-from every fit and scores them apart: whether new rows of a kind the rows before lack are learnt. `--by-kind` scores convolutions of each kind (depthwise, grouped or dense; kernel side; forward or backward) apart. `--by-file` also scores the held-out rows of each profile file apart,
-and for convolutions the rows of the fixed grid's CNN layers (`profile_grid.CONV_LAYERS`: ResNet's
-and ViT's patch embedding, groups 1, at the grid's batch sizes) apart from the random draws.
+from every fit and scores them apart: whether new rows of a kind the rows before lack are learnt.
+`--by-kind` scores convolutions of each kind (depthwise, grouped or dense; kernel side; forward or
+backward) apart, and `--by-file` the held-out rows of each profile file (for convolutions the rows of
+the fixed grid's CNN layers (`profile_grid.CONV_LAYERS`: ResNet's
+and ViT's patch embedding, groups 1, at the grid's batch sizes) apart from the random draws), each
+group with its share of the held-out time.
 Runs on a CPU (CatBoost, 2 threads); a GEMM fit of 80,000 rows takes about two minutes on 2 cores.
 """
 
@@ -91,6 +94,14 @@ def _conv_kind(features) -> np.ndarray:
     return np.array([f"{g} {s}x{s} {d}" for g, s, d in zip(groups, side, direction)], dtype=object)
 
 
+def _print_row(label: str, setting: str, predicted: np.ndarray, measured: np.ndarray, signed: str = "") -> None:
+    """One Markdown row: median |error| and time-weighted error of `predicted` against `measured`."""
+    from maya.estimator.fit import error_metrics
+
+    m = error_metrics(predicted, measured)
+    print(f"| {label} | {setting} | {m['median_ape']:.1%} | {m['time_weighted_error']:.1%} | {signed} |", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--family", required=True)
@@ -107,7 +118,7 @@ def main() -> None:
                    help="convolutions: also score the held-out rows of each kind (depthwise or not, kernel size, pass) apart")
     args = p.parse_args()
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
-    from maya.estimator.fit import error_metrics, holdout_mask, import_catboost
+    from maya.estimator.fit import holdout_mask, import_catboost
     from maya.estimator.signature import signature_keys
     from maya.hardware import load_gpu
 
@@ -133,7 +144,6 @@ def main() -> None:
     x = features[names].reset_index(drop=True)
     if args.by_file and args.family == "conv":
         source_file = np.where(_conv_grid_layer(features), source_file + " (grid CNN layers)", source_file)
-    kind = _conv_kind(features) if args.by_kind and args.family == "conv" else None
     roofline_us = np.exp2(features["log2_roofline_us"].to_numpy())
     y = np.log(measured / roofline_us)
     held_keys = keys[~is_new][holdout_mask(keys[~is_new], 0.2, 0)]
@@ -142,6 +152,11 @@ def main() -> None:
     held = np.isin(keys, held_keys)
     test = held & ~is_new
     test_new = held & is_new if args.score_new else np.zeros(len(keys), dtype=bool)
+    groupings = []  # (each held-out row's group, its label): scored apart
+    if args.by_file:
+        groupings.append((source_file[test], "held-out rows of {}"))
+    if args.by_kind and args.family == "conv":
+        groupings.append((_conv_kind(features)[test], "held-out {}"))
     fractions = sorted({float(f) for f in args.fractions.split(",")})
     if not fractions or fractions[0] <= 0 or fractions[-1] > 1:
         sys.exit(f"--fractions must lie in (0, 1]: {args.fractions}")
@@ -159,30 +174,20 @@ def main() -> None:
             model = settings(catboost, args.family, name, categorical)
             model.fit(x[train], y[train])
             predicted = np.exp(model.predict(x[test])) * roofline_us[test]
-            metrics = error_metrics(predicted, measured[test])
             small = measured[test] < 10
             relative = (predicted[small] - measured[test][small]) / measured[test][small]
             signed = f"{np.median(relative):+.1%}" if small.any() else "no such ops"
-            print(f"| {label} ({int(train.sum())}) | {name} | {metrics['median_ape']:.1%} | "
-                  f"{metrics['time_weighted_error']:.1%} | {signed} |", flush=True)
+            _print_row(f"{label} ({int(train.sum())})", name, predicted, measured[test], signed)
             if test_new.any():
                 new_predicted = np.exp(model.predict(x[test_new])) * roofline_us[test_new]
-                m = error_metrics(new_predicted, measured[test_new])
-                print(f"| {label} ({int(train.sum())}), held-out new rows ({int(test_new.sum())}) | {name} | "
-                      f"{m['median_ape']:.1%} | {m['time_weighted_error']:.1%} | |", flush=True)
-            if args.by_file:
-                for file in sorted(set(source_file[test])):
-                    mine = source_file[test] == file
-                    m = error_metrics(predicted[mine], measured[test][mine])
-                    print(f"| {label}, held-out rows of {file} ({int(mine.sum())}) | {name} | {m['median_ape']:.1%} | "
-                          f"{m['time_weighted_error']:.1%} | |", flush=True)
-            if kind is not None:
-                share = measured[test] / measured[test].sum()
-                for k in sorted(set(kind[test])):
-                    mine = kind[test] == k
-                    m = error_metrics(predicted[mine], measured[test][mine])
-                    print(f"| {label}, held-out {k} ({int(mine.sum())}, {share[mine].sum():.1%} of the time) | {name} | "
-                          f"{m['median_ape']:.1%} | {m['time_weighted_error']:.1%} | |", flush=True)
+                _print_row(f"{label} ({int(train.sum())}), held-out new rows ({int(test_new.sum())})", name,
+                           new_predicted, measured[test_new])
+            for groups, what in groupings:
+                for group in sorted(set(groups)):
+                    mine = groups == group
+                    share = measured[test][mine].sum() / measured[test].sum()
+                    _print_row(f"{label}, {what.format(group)} ({int(mine.sum())}, {share:.1%} of the time)", name,
+                               predicted[mine], measured[test][mine])
 
 
 if __name__ == "__main__":
