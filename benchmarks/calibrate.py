@@ -84,8 +84,6 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--write", action="store_true", help="write maya/estimator/data/h200/models/calibration.json")
     args = p.parse_args()
-    measured_by_family: dict[str, float] = collections.defaultdict(float)
-    estimated_by_family: dict[str, float] = collections.defaultdict(float)
     used = []
     composite = set(composite_op_extra_us("h200"))
     for path in sorted((ROOT / "benchmarks" / "gpu" / "op_times_h200").glob("*.json")):
@@ -105,10 +103,7 @@ def main() -> None:
             if ratio < 0.99 and op in prof["per_op"]:
                 us = prof["per_op"][op]["self_device_us"]
                 print(f"{w.name}: {op}'s kernels overlap: {us / 1e3:.2f} ms of kernels in {us * ratio / 1e3:.2f} ms")
-        for pair in pair_ops(w.name, ops, prof["per_op"], overlap, composite):
-            measured_by_family[pair[4]] += pair[2]
-            estimated_by_family[pair[4]] += pair[3]
-            used.append(pair)
+        used += pair_ops(w.name, ops, prof["per_op"], overlap, composite)
         print(f"{w.name}: paired {sum(1 for u in used if u[0] == w.name)} ops", flush=True)
     floor = round(min(row["profiled_kernel_us"] for row in json.loads(KERNEL_GAP_FILE.read_text())["rows"]), 3)
     fits = [_fit(used, overhead / 10, floor) for overhead in range(51)]
@@ -116,7 +111,8 @@ def main() -> None:
         print(f"event overhead {overhead:.1f} us: mean |error| of a workload's paired kernel time {error:.2%}")
     overhead, scales, _ = min(fits, key=lambda fit: fit[2])
     for f, s in scales.items():
-        print(f"  {f:12s} measured {measured_by_family[f] / 1e3:8.2f} ms  estimated {estimated_by_family[f] / 1e3:8.2f} ms  factor {s}")
+        measured_ms, estimated_ms = (sum(u[i] for u in used if u[4] == f) / 1e3 for i in (2, 3))
+        print(f"  {f:12s} measured {measured_ms:8.2f} ms  estimated {estimated_ms:8.2f} ms  factor {s}")
     if args.write:
         out = ROOT / "maya" / "estimator" / "data" / "h200" / "models" / "calibration.json"
         out.write_text(json.dumps({
