@@ -2,7 +2,7 @@
 # More training rows for the CatBoost models: the random draws (shapes off the fixed grid) of more
 # seeds, on one GPU, from the repository root:
 #   bash benchmarks/gpu/run_random_draws.sh OUT GPU SECONDS JOB...
-# JOB is FAMILY:SEED, FAMILY:SEED:no-tf32 or conv:SEED:flip-grad-layout. Each job runs
+# JOB is FAMILY:SEED, FAMILY:SEED:no-tf32, conv:SEED:flip-grad-layout or sdpa:SEED:attention-dropout=P. Each job runs
 #   python3 -m maya.estimator.profiler --out OUT/FAMILY_seedSEED[_MODE] --random-only --seed SEED --families FAMILY [--MODE]
 # on CUDA_VISIBLE_DEVICES=GPU. Jobs run one after another until SECONDS have passed: a job still running
 # then is stopped (its rows are lost) and later jobs are not started. Seed 1 is refused: its draws are

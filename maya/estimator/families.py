@@ -117,3 +117,19 @@ def families_of(ops: Iterable[str]) -> np.ndarray:
     uniques, inverse = np.unique(ops.astype(str), return_inverse=True)
     mapped = np.array([family_of(op) for op in uniques] + [None], dtype=object)[:-1]
     return mapped[inverse]
+
+
+# (first of q/k/v, attention-mask, dropout_p, is_causal positions, sequence-major layout [B,S,H,D]).
+SDPA_ARGS = {
+    "aten::scaled_dot_product_attention": (0, 3, 4, 5, False),
+    "aten::_scaled_dot_product_flash_attention": (0, None, 3, 4, False),
+    "aten::_scaled_dot_product_flash_attention_backward": (1, None, 10, 11, False),
+    "aten::_scaled_dot_product_efficient_attention": (0, 3, 5, 6, False),
+    "aten::_scaled_dot_product_efficient_attention_backward": (1, 4, 9, 11, False),
+    "aten::_scaled_dot_product_cudnn_attention": (0, 3, 5, 6, False),
+    "aten::_scaled_dot_product_cudnn_attention_backward": (1, 8, 13, 14, False),
+    "aten::_flash_attention_forward": (0, None, 7, 8, True),
+    "aten::_flash_attention_backward": (1, None, 10, 11, True),
+    "aten::_efficient_attention_forward": (0, 3, 8, 9, True),
+    "aten::_efficient_attention_backward": (1, 4, 11, 14, True),
+}

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from maya.emulator.attrs import CUDNN_BENCHMARK
-from maya.estimator.families import CONV, ELEMENTWISE, GEMM, OP_FAMILIES, RNN, SDPA, families_of  # noqa: F401 (re-export)
+from maya.estimator.families import CONV, ELEMENTWISE, GEMM, OP_FAMILIES, RNN, SDPA, SDPA_ARGS, families_of  # noqa: F401 (re-export)
 from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
 from maya.estimator.tensor_columns import MAX_RANK, TensorColumn, as_arrow, list_parts
 from maya.hardware import GpuSpec
@@ -112,20 +112,6 @@ _CONV_ARGS = {
     "aten::conv_transpose2d": (0, 1, 3, 4, 7, True, 6, None),
     "aten::conv_transpose3d": (0, 1, 3, 4, 7, True, 6, None),
     "aten::convolution_backward": (1, 2, 4, 5, 6, 7, 9, 10),
-}
-# (first of q/k/v, attention-mask, dropout_p, is_causal positions, sequence-major layout [B,S,H,D]).
-_SDPA_ARGS = {
-    "aten::scaled_dot_product_attention": (0, 3, 4, 5, False),
-    "aten::_scaled_dot_product_flash_attention": (0, None, 3, 4, False),
-    "aten::_scaled_dot_product_flash_attention_backward": (1, None, 10, 11, False),
-    "aten::_scaled_dot_product_efficient_attention": (0, 3, 5, 6, False),
-    "aten::_scaled_dot_product_efficient_attention_backward": (1, 4, 9, 11, False),
-    "aten::_scaled_dot_product_cudnn_attention": (0, 3, 5, 6, False),
-    "aten::_scaled_dot_product_cudnn_attention_backward": (1, 8, 13, 14, False),
-    "aten::_flash_attention_forward": (0, None, 7, 8, True),
-    "aten::_flash_attention_backward": (1, None, 10, 11, True),
-    "aten::_efficient_attention_forward": (0, 3, 8, 9, True),
-    "aten::_efficient_attention_backward": (1, 4, 11, 14, True),
 }
 # Position of `mode` in each cuDNN RNN op; hidden_size, proj_size, num_layers, batch_first follow it,
 # then dropout, train, bidirectional, batch_sizes.
@@ -361,7 +347,7 @@ def _attr_features(table: pa.Table, rows: np.ndarray, f: dict[str, np.ndarray]) 
         shapes, strides, out_shapes = shapes or [], strides or [], out_shapes or []
         base = op.split(".", 1)[0]
         values = _conv_values(base, attrs, shapes, strides, out_shapes) if base in _CONV_ARGS else None
-        if base in _SDPA_ARGS:
+        if base in SDPA_ARGS:
             values = _sdpa_values(base, attrs, shapes)
         if base in _RNN_MODE_ARG:
             values = _rnn_values(base, attrs, shapes)
@@ -413,7 +399,7 @@ def _align64(x: int) -> float:
 
 
 def _sdpa_values(base: str, attrs: dict, shapes: list) -> dict | None:
-    qkv_pos, mask_pos, dropout_pos, causal_pos, seq_major = _SDPA_ARGS[base]
+    qkv_pos, mask_pos, dropout_pos, causal_pos, seq_major = SDPA_ARGS[base]
     q = _tensor_shape(_arg(attrs, qkv_pos, "query"), shapes)
     k = _tensor_shape(_arg(attrs, qkv_pos + 1, "key"), shapes)
     if not q or not k or len(q) != 4 or len(k) != 4:

@@ -36,7 +36,7 @@ import torch
 
 from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, dtype_name
 from maya.emulator.op_cost import op_cost
-from maya.estimator.families import family_of
+from maya.estimator.families import SDPA_ARGS, family_of
 from maya.estimator.host_overhead import measure_host_overhead
 from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, ProfileCase, channels_last_strides, grid
 from maya.estimator.replay import Replay, build_replay, encode_arguments
@@ -191,6 +191,7 @@ def run_profile(
     no_tf32: bool = False,
     dtypes: Sequence[str] | None = None,
     flip_grad_layout: bool = False,
+    attention_dropout: float | None = None,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -221,10 +222,15 @@ def run_profile(
         flip_grad_layout: time only the grids' convolution backward cases, each with its grad_output
             in the other memory format than its input's (channels-last against NCHW), as models
             that permute to NHWC around a convolution (ConvNeXt's LayerNorm and Linear) hand it.
+        attention_dropout: time only the grids' fused attention cases (forward and backward), each
+            with this dropout_p, as models with attention dropout run them in training (BERT, GPT-2
+            and `nn.TransformerEncoderLayer` default to 0.1); None: the grids' own (no dropout).
 
     Returns:
         `out_dir` as a Path.
     """
+    if attention_dropout is not None and not 0 < attention_dropout < 1:
+        raise ValueError(f"attention_dropout {attention_dropout}: want 0 < dropout_p < 1")
     index, count = shard
     if not 0 <= index < count:
         raise ValueError(f"shard {index}/{count}: want 0 <= index < count")
@@ -261,6 +267,8 @@ def run_profile(
             cases = [dataclasses.replace(case, allow_tf32=False) for case in cases]
         if flip_grad_layout:
             cases = [flipped for flipped in map(with_flipped_grad_layout, cases) if flipped is not None]
+        if attention_dropout is not None:
+            cases = [c for c in (with_attention_dropout(case, attention_dropout) for case in cases) if c is not None]
         if dtypes is not None:
             cases = [case for case in cases if case.input_dtypes[:1] and case.input_dtypes[0] in dtypes]
         cases = cases[shard[0]::shard[1]]
@@ -384,6 +392,17 @@ def with_flipped_grad_layout(case: ProfileCase) -> ProfileCase | None:
         return None
     flipped = channels_last if strides == contiguous else contiguous
     return dataclasses.replace(case, input_strides=(flipped, *case.input_strides[1:]))
+
+
+def with_attention_dropout(case: ProfileCase, dropout_p: float) -> ProfileCase | None:
+    """A fused attention `case` (a CUDA backend's forward or backward) with `dropout_p`, encoded as
+    the dispatcher records it; None for any other case."""
+    position = SDPA_ARGS[case.op][2] if case.op in SDPA_ARGS else None
+    if position is None or len(case.attrs["args"]) < position:
+        return None
+    # A forward's dropout_p may be the last argument the grid kept (later ones defaulted).
+    args = [*case.attrs["args"][:position], dropout_p, *case.attrs["args"][position + 1:]]
+    return dataclasses.replace(case, attrs={**case.attrs, "args": args})
 
 
 def _profile_one(
@@ -549,6 +568,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="time only the convolution backward cases, with grad_output in the other memory format than the "
         "input's (NCHW against channels-last), as models that permute to NHWC around a convolution hand it",
     )
+    parser.add_argument(
+        "--attention-dropout", type=float, default=None, metavar="P",
+        help="time only the fused attention cases (forward and backward), each with dropout_p P, as models with "
+        "attention dropout (BERT, GPT-2: 0.1) run them in training",
+    )
     return parser
 
 
@@ -568,6 +592,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
         flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
         shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes, flip_grad_layout=args.flip_grad_layout,
+        attention_dropout=args.attention_dropout,
     )
 
 

@@ -293,3 +293,45 @@ def test_trace_signatures_of_launch_bound_families_sleep_like_the_grid():
     assert sleeps_before(traced("aten::_cudnn_rnn_backward")) and sleeps_before(traced("aten::_foreach_mul_.Scalar"))
     assert not sleeps_before(traced("aten::mm"))
     assert all(sleeps_before(case) for case in grid("foreach", quick=True))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_dropout_cases_are_the_signatures_a_model_with_attention_dropout_records(scripts, tmp_path, causal):
+    # BERT, GPT-2 and nn.TransformerEncoderLayer train with attention dropout 0.1; the grids time none,
+    # so --attention-dropout re-times their attention cases with it, encoded as the emulator records them.
+    import maya
+    from maya.estimator.profile_grid import _sdpa_cases
+    from maya.estimator.profiler import with_attention_dropout
+    from maya.trace import read_rank_trace
+
+    s = maya.emulate(scripts / "attention_dropout.py", ["--causal"] * causal, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    ops = read_rank_trace(s.trace_dir, 0).to_pandas()
+    recorded = {row.op: row for row in ops[ops.op.str.contains("_attention")].itertuples()}
+    cases = [with_attention_dropout(c, 0.1) for c in _sdpa_cases("cudnn", 2, 4, 4, 128, 64, causal, "bfloat16")]
+    assert [c.op for c in cases] == sorted(recorded, key=len)  # the forward, then its backward
+    forward, backward = cases
+    row = recorded[forward.op]
+    assert json.loads(row.attrs) == forward.attrs
+    assert [list(x) for x in row.input_strides] == [list(x) for x in forward.input_strides]
+    scalars = [a for a in json.loads(recorded[backward.op].attrs)["args"] if not isinstance(a, dict)]
+    assert scalars == [a for a in backward.attrs["args"] if not isinstance(a, dict)]
+    assert 0.1 in scalars
+
+
+def test_attention_dropout_leaves_other_ops_out_and_refuses_a_probability_outside_0_1(tmp_path):
+    from maya.estimator.families import SDPA_ARGS
+    from maya.estimator.profiler import with_attention_dropout
+
+    sdpa = grid("sdpa", part="fixed")
+    for case in sdpa:
+        changed, at = with_attention_dropout(case, 0.2), SDPA_ARGS[case.op][2]
+        assert changed.attrs["args"][at] == 0.2
+        assert changed.attrs["args"][:at] == case.attrs["args"][:at]
+        assert changed.attrs["args"][at + 1:] == case.attrs["args"][at + 1:]
+    assert with_attention_dropout(grid("gemm", quick=True)[0], 0.1) is None
+    cpu = [c for c in grid("sdpa", quick=True) if "for_cpu" in c.op]
+    assert cpu and all(with_attention_dropout(c, 0.1) is None for c in cpu)  # the CPU kernel has no dropout
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="attention_dropout"):
+            run_profile(tmp_path, families=["sdpa"], device="cpu", quick=True, attention_dropout=bad)
