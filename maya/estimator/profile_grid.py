@@ -564,6 +564,39 @@ def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             if len(shape) == 2:  # x.t().contiguous(): a transposing copy
                 contiguous = {"memory_format": torch.contiguous_format}
                 yield make_case("copy", "aten::clone", [_transposed(shape, dtype)], contiguous)
+    if not quick:
+        # CNN pooling (the copy family's model reads it by op): ResNet's 3x3 stride-2 max pool on
+        # its stem, U-Net's and VGG's 2x2, at the batch sizes and image sides of training.
+        for dtype in ("bfloat16", "float32"):
+            for n, c, side in ((32, 64, 112), (96, 64, 80), (256, 64, 56), (16, 128, 64), (16, 256, 32)):
+                for channels_last in (False, True):
+                    for kernel, stride, padding in POOL_WINDOWS[:2]:
+                        yield from _pool_cases("max", n, c, side, dtype, channels_last, kernel, stride, padding)
+                    yield from _pool_cases("avg", n, c, side, dtype, channels_last, 2, 2, 0)
+
+
+POOL_WINDOWS = ((3, 2, 1), (2, 2, 0), (3, 1, 1))
+"""(kernel, stride, padding) of the pooling cases: ResNet's stem, a halving 2x2, Inception's 3x3 stride 1."""
+
+
+def _pool_cases(
+    kind: str, n: int, c: int, side: int, dtype: str, channels_last: bool, kernel: int, stride: int, padding: int
+) -> Iterator[ProfileCase]:
+    """2-D max or average pooling of an [n, c, side, side] input, forward and backward, both tensors in
+    one memory format (the backward's indices come from running the forward first)."""
+    out = (side + 2 * padding - kernel) // stride + 1
+    if out < 1:
+        return
+    x = _spec((n, c, side, side), dtype, channels_last_strides(n, c, side, side) if channels_last else None)
+    grad = _spec((n, c, out, out), dtype, channels_last_strides(n, c, out, out) if channels_last else None)
+    window = [[kernel] * 2, [stride] * 2, [padding] * 2]
+    if kind == "max":
+        yield make_case("copy", "aten::max_pool2d_with_indices", [x, *window])
+        indices = _spec(grad.shape, "int64", grad.strides)
+        yield make_case("copy", "aten::max_pool2d_with_indices_backward", [grad, x, *window, [1, 1], False, indices])
+    else:
+        yield make_case("copy", "aten::avg_pool2d", [x, *window])
+        yield make_case("copy", "aten::avg_pool2d_backward", [grad, x, *window, False, True, None])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,6 +712,8 @@ RANDOM_DRAWS = {
     "elementwise": 300, "reduction": 120, "copy": 100, "foreach": 40, "index": 100,
 }  # fmt: skip
 """Random signatures drawn per family (a draw can yield a forward and its backward)."""
+RANDOM_POOL_DRAWS = 40
+"""Random pooling draws (forward and backward each) after the copy family's `RANDOM_DRAWS`."""
 
 
 def _log_uniform(rng: random.Random, lo: int, hi: int, multiple: int = 1) -> int:
@@ -854,6 +889,13 @@ def _random_copy(rng: random.Random) -> Iterator[ProfileCase]:
             yield make_case("copy", "aten::clone", [x])
         else:
             yield make_case("copy", "aten::clone", [_transposed(x.shape, dtype)], {"memory_format": torch.contiguous_format})
+    # Pooling after the copies, so a seed's copy draws stay what they were before pooling joined.
+    for _ in range(RANDOM_POOL_DRAWS):
+        dtype, channels_last = rng.choice(("bfloat16", "float32")), rng.random() < 0.5
+        n, c, side = _log_uniform(rng, 1, 256), _log_uniform(rng, 16, 1024, 16), _log_uniform(rng, 4, 224)
+        kernel, stride, padding = rng.choice(POOL_WINDOWS)
+        if n * c * side * side * (4 if dtype == "float32" else 2) <= GIB:
+            yield from _pool_cases(rng.choice(("max", "avg")), n, c, side, dtype, channels_last, kernel, stride, padding)
 
 
 def _random_foreach(rng: random.Random) -> Iterator[ProfileCase]:

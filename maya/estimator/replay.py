@@ -440,6 +440,11 @@ def _cudnn_rnn_backward(args: list, kwargs: dict) -> None:
     _substitute(args, fwd, {3: 4, 6: 0, 20: 3})
 
 
+def _max_pool2d_backward(args: list, kwargs: dict) -> None:
+    # backward(grad_out, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+    _, args[7] = torch.ops.aten.max_pool2d_with_indices.default(*args[1:7])
+
+
 _FORWARD_FIRST: dict[str, Callable[[list, dict], None]] = {
     "_cudnn_rnn": _cudnn_rnn_inputs,
     "_cudnn_rnn_backward": _cudnn_rnn_backward,
@@ -450,6 +455,7 @@ _FORWARD_FIRST: dict[str, Callable[[list, dict], None]] = {
     "cudnn_batch_norm_backward": _cudnn_batch_norm_backward,
     "batch_norm_backward": _batch_norm_backward,
     "_embedding_bag_backward": _embedding_bag_backward,
+    "max_pool2d_with_indices_backward": _max_pool2d_backward,
 }
 """Backward ops whose saved-tensor inputs come from running their forward first."""
 

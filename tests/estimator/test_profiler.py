@@ -8,6 +8,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from maya.emulator.op_cost import op_cost
 from maya.estimator.host_overhead import measure_host_overhead
@@ -335,3 +336,45 @@ def test_attention_dropout_leaves_other_ops_out_and_refuses_a_probability_outsid
     for bad in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match="attention_dropout"):
             run_profile(tmp_path, families=["sdpa"], device="cpu", quick=True, attention_dropout=bad)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_pooling_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, channels_last):
+    # ResNet's 3x3 stride-2 max pool ran 3-6x slower on the H200 than the copy model, which had never
+    # seen pooling, estimated: the copy grid times pooling as the emulator records it.
+    import maya
+    from maya.estimator.profile_grid import _pool_cases
+    from maya.trace import read_rank_trace
+
+    s = maya.emulate(scripts / "pooling.py", ["--channels-last"] * channels_last, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    ops = read_rank_trace(s.trace_dir, 0).to_pandas()
+    recorded = ops[ops.op.str.contains("pool")]
+    cases = [*_pool_cases("max", 2, 16, 32, "bfloat16", channels_last, 3, 2, 1),
+             *_pool_cases("avg", 2, 16, 32, "bfloat16", channels_last, 2, 2, 0)]
+    assert sorted(recorded.op) == sorted(c.op for c in cases)
+    for case in cases:
+        row = recorded[recorded.op == case.op].iloc[0]
+        assert [list(x) for x in row.input_shapes] == [list(x) for x in case.input_shapes]
+        assert [list(x) for x in row.input_strides] == [list(x) for x in case.input_strides]
+        scalars = [a for a in json.loads(row["attrs"])["args"] if not isinstance(a, dict)]
+        assert scalars == [a for a in case.attrs["args"] if not isinstance(a, dict)]
+
+
+def test_pool_draws_come_after_the_copy_draws_and_replay():
+    from maya.estimator.profile_grid import RANDOM_DRAWS
+
+    draws = grid("copy", seed=3, part="random")
+    pools = [c for c in draws if "pool" in c.op]
+    assert pools and draws[-len(pools):] == pools  # a seed's copy draws come first, as before pooling joined
+    assert len(draws) - len(pools) == RANDOM_DRAWS["copy"]
+    backward = next(c for c in pools if c.op == "aten::max_pool2d_with_indices_backward")
+    replay = build_replay(backward.op, backward.input_shapes, backward.input_dtypes, backward.input_strides,
+                          backward.attrs, device="cpu")
+    grad_in = replay()
+    # The indices are the forward's own: the gradient lands where autograd puts it.
+    grad_out, x, kernel, stride, padding = replay.args[:5]
+    x = x.detach().float().requires_grad_()
+    torch.nn.functional.max_pool2d(x, kernel, stride, padding).backward(grad_out.float())
+    assert list(grad_in.shape) == list(backward.input_shapes[1])
+    assert (grad_in.float() - x.grad).abs().gt(1e-2 * x.grad.abs().max()).float().mean() < 0.01
