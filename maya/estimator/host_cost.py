@@ -113,6 +113,10 @@ def host_costs_us(
     # Ops whose CUDA implementation launches a sort or several sub-ops (embedding backward, index_put
     # with accumulate, nonzero) cost the issuing thread 70-130 us more than a one-launch op.
     extra = op.map(composite_op_extra_us(gpu)).fillna(0.0).to_numpy(dtype=float)
+    # A CNN layer's convolution and batch norm cost more than a one-launch op (cuDNN's plan lookup,
+    # a batch norm's several kernels) where the GPU machine's figures measured it.
+    layer_us = {name: costs.get(key, 0.0) for name, key in LAYER_EXTRA_COST.items()}
+    extra = extra + op.map(layer_us).fillna(0.0).to_numpy(dtype=float)
     host = np.where(launches, host + extra, host)
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():
@@ -120,6 +124,21 @@ def host_costs_us(
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
     return host
+
+
+LAYER_EXTRA_COST = {
+    "aten::cudnn_convolution": "conv_forward_extra_us",
+    "aten::convolution": "conv_forward_extra_us",
+    "aten::convolution_backward": "conv_backward_extra_us",
+    "aten::native_batch_norm": "batch_norm_forward_extra_us",
+    "aten::cudnn_batch_norm": "batch_norm_forward_extra_us",
+    "aten::_batch_norm_with_update": "batch_norm_forward_extra_us",
+    "aten::native_batch_norm_backward": "batch_norm_backward_extra_us",
+    "aten::cudnn_batch_norm_backward": "batch_norm_backward_extra_us",
+    "aten::batch_norm_backward": "batch_norm_backward_extra_us",
+}
+"""Trace op -> the host figure (`maya.estimator.host_overhead`) it pays beyond its
+phase's one-launch figure; nothing where the GPU's figures lack it."""
 
 
 RNN_CELL_LAUNCH = {"aten::_cudnn_rnn": "rnn_cell_forward_us", "aten::_cudnn_rnn_backward": "rnn_cell_backward_us"}

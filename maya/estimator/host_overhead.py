@@ -45,6 +45,13 @@ METHOD = (
     "nn.LSTM(16, 16) over 256 steps of batch 1, forward and (forward + backward) - forward, each the "
     "fastest of 3 timed chains: cuDNN "
     "launches kernels for every step, so an RNN's host time grows with its steps; "
+    "conv_forward_extra_us, conv_backward_extra_us, batch_norm_forward_extra_us and "
+    "batch_norm_backward_extra_us = host time per call of F.conv2d (3x3, [2, 16, 8, 8]) and of a "
+    "training-mode F.batch_norm on a tiny bf16 (float32 off CUDA) channels-last input with grad, "
+    "beyond a one-launch call: F.linear on the same grad state for the forward, "
+    "autograd_backward_op_us for the backward (torch.autograd.grad of the call, less its forward), "
+    "each chain the fastest of 3, floored at 0: cuDNN's plan lookup and the several kernels a batch "
+    "norm launches; "
     "synchronize_us = torch.cuda.synchronize() on an idle device."
 )
 """How the numbers in host_overhead.json were measured."""
@@ -141,6 +148,8 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     per_op_us["rnn_cell_forward_us"] = rnn_forward * 1e6 / (n_rnn * RNN_STEPS)
     per_op_us["rnn_cell_backward_us"] = (rnn_both - rnn_forward) * 1e6 / (n_rnn * RNN_STEPS)
 
+    per_op_us.update(_layer_extras_us(device, max(iterations // 10, 10), sync, per_op_us["autograd_backward_op_us"]))
+
     if device.type == "cuda":
         per_op_us["synchronize_us"] = _time_chain(sync, iterations, lambda: None) * 1e6 / iterations
 
@@ -210,6 +219,41 @@ def _checkpoint_costs_us(
     (ops_a, cost_a), (ops_b, cost_b) = points
     per_op = (cost_b - cost_a) / (ops_b - ops_a)
     return cost_a - per_op * ops_a, per_op
+
+
+def _layer_extras_us(
+    device: torch.device, n: int, sync: Callable[[], None], backward_op_us: float
+) -> dict[str, float]:
+    """Host time per call of a CNN's convolution and training-mode batch norm beyond a one-launch
+    call, forward and backward (`METHOD`), on the format mixed-precision CNNs run them in."""
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    x = torch.randn(2, TINY_FEATURES, 8, 8, device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(TINY_FEATURES, TINY_FEATURES, 3, 3, device=device, dtype=dtype)
+    weight = weight.contiguous(memory_format=torch.channels_last)
+    gamma, beta = torch.ones(TINY_FEATURES, device=device), torch.zeros(TINY_FEATURES, device=device)
+    running_mean, running_var = torch.zeros(TINY_FEATURES, device=device), torch.ones(TINY_FEATURES, device=device)
+    linear_in = torch.randn(1, TINY_FEATURES, device=device, dtype=dtype)
+    linear_weight = torch.randn(TINY_FEATURES, TINY_FEATURES, device=device, dtype=dtype)
+    for t in (x, weight, gamma, beta, linear_in, linear_weight):
+        t.requires_grad_(True)
+
+    def fastest_us(step: Callable[[], Any]) -> float:
+        return min(_time_chain(step, n, sync) for _ in range(3)) * 1e6 / n
+
+    linear_us = fastest_us(lambda: torch.nn.functional.linear(linear_in, linear_weight))
+    calls = {
+        "conv": (lambda: torch.nn.functional.conv2d(x, weight, None, 1, 1), (x, weight)),
+        "batch_norm": (lambda: torch.nn.functional.batch_norm(x, running_mean, running_var, gamma, beta, True),
+                       (x, gamma, beta)),
+    }
+    out = {}
+    for name, (call, inputs) in calls.items():
+        grad = torch.ones_like(call())
+        forward_us = fastest_us(call)
+        both_us = fastest_us(lambda: torch.autograd.grad(call(), inputs, grad))
+        out[f"{name}_forward_extra_us"] = max(forward_us - linear_us, 0.0)
+        out[f"{name}_backward_extra_us"] = max(both_us - forward_us - backward_op_us, 0.0)
+    return out
 
 
 def _count_ops(step: Callable[[], Any]) -> int:
