@@ -117,7 +117,7 @@ def main() -> None:
     p.add_argument("--by-kind", action="store_true",
                    help="convolutions: also score the held-out rows of each kind (depthwise or not, kernel size, pass) apart")
     args = p.parse_args()
-    from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
+    from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
     from maya.estimator.fit import holdout_mask, import_catboost
     from maya.estimator.signature import signature_keys
     from maya.hardware import load_gpu
@@ -144,8 +144,8 @@ def main() -> None:
     x = features[names].reset_index(drop=True)
     if args.by_file and args.family == "conv":
         source_file = np.where(_conv_grid_layer(features), source_file + " (grid CNN layers)", source_file)
-    roofline_us = np.exp2(features["log2_roofline_us"].to_numpy())
-    y = np.log(measured / roofline_us)
+    base_us = target_base_us(features, args.family)  # what each model predicts time relative to
+    y = np.log(measured / base_us)
     held_keys = keys[~is_new][holdout_mask(keys[~is_new], 0.2, 0)]
     if args.score_new and is_new.any():
         held_keys = np.concatenate([held_keys, keys[is_new][holdout_mask(keys[is_new], 0.2, 0)]])
@@ -173,13 +173,13 @@ def main() -> None:
         for name in args.settings.split(","):
             model = settings(catboost, args.family, name, categorical)
             model.fit(x[train], y[train])
-            predicted = np.exp(model.predict(x[test])) * roofline_us[test]
+            predicted = np.exp(model.predict(x[test])) * base_us[test]
             small = measured[test] < 10
             relative = (predicted[small] - measured[test][small]) / measured[test][small]
             signed = f"{np.median(relative):+.1%}" if small.any() else "no such ops"
             _print_row(f"{label} ({int(train.sum())})", name, predicted, measured[test], signed)
             if test_new.any():
-                new_predicted = np.exp(model.predict(x[test_new])) * roofline_us[test_new]
+                new_predicted = np.exp(model.predict(x[test_new])) * base_us[test_new]
                 _print_row(f"{label} ({int(train.sum())}), held-out new rows ({int(test_new.sum())})", name,
                            new_predicted, measured[test_new])
             for groups, what in groupings:

@@ -27,7 +27,9 @@ import pyarrow as pa
 
 from maya.estimator.calibration import NO_CALIBRATION, Calibration, load_calibration
 from maya.estimator.exact_table import ExactTable
-from maya.estimator.features import FAMILY_FEATURE_NAMES, FEATURE_COLUMNS, extract_features, features_for_family
+from maya.estimator.features import (
+    FAMILY_FEATURE_NAMES, FEATURE_COLUMNS, extract_features, features_for_family, target_base_us,
+)
 from maya.estimator.model_set import ModelSet, load_model_set, resolve_models_dir
 from maya.estimator.roofline import KERNEL_LATENCY_US, compute_bound, peak_flops_per_s, roofline_duration_us
 from maya.estimator.signature import signature_keys
@@ -200,8 +202,7 @@ def _estimate_unique(
         rows = np.flatnonzero((family == name) & np.isnan(duration_us))
         if len(rows):
             x = features.iloc[rows][_model_features(model, name)]
-            roofline_us = np.exp2(features["log2_roofline_us"].to_numpy()[rows])
-            duration_us[rows] = np.exp(model.predict(x)) * roofline_us  # fit_report.TARGET
+            duration_us[rows] = np.exp(model.predict(x)) * target_base_us(features.iloc[rows], name)  # fit_report.TARGET
             source[rows] = EstimateSource.CATBOOST.value
 
     flops = np.asarray(table.column("flops").fill_null(0), dtype=np.float64)

@@ -5,7 +5,7 @@
 reads `<profile_dir>/*.parquet` (the profiler's `<family>.parquet` files and `exact.parquet`) and
 writes `<out_dir>/<family>.cbm.gz` (CatBoost's own model file, gzip-compressed: a quarter of the size),
 `<out_dir>/exact_durations.parquet` (unless `exact_table=False`) and `<out_dir>/fit_report.json`.
-Each model predicts log(duration_us / roofline_us) (`fit_report.TARGET`) from
+Each model predicts log(duration_us / base_us) (`fit_report.TARGET`) from
 `features.extract_features`. Whole signatures are held out
 (seeded), so held-out metrics measure shapes the model never saw. The shipped model is then refitted
 on all rows with the same settings.
@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from maya.estimator.exact_table import EXACT_FILE, ExactTable
-from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family
+from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
 from maya.estimator.fit_report import REPORT_FILE, FamilyFit, FitReport
 from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
 from maya.estimator.signature import _mix, signature_keys
@@ -255,8 +255,8 @@ def fit_models(
         names = list(features_for_family(family))
         categorical = [name for name in names if name in CATEGORICAL_FEATURES]
         x = features.iloc[rows][names].reset_index(drop=True)
-        roofline_us = np.exp2(features["log2_roofline_us"].to_numpy()[rows])
-        y = np.log(measured[rows] / roofline_us)  # fit_report.TARGET
+        base_us = target_base_us(features.iloc[rows], family)
+        y = np.log(measured[rows] / base_us)  # fit_report.TARGET
         held = holdout_mask(keys[rows], holdout_fraction, seed)
         metrics: dict[str, float | None] = dict.fromkeys(("mape", "median_ape", "time_weighted_error"))
         roofline_error = None
@@ -264,7 +264,7 @@ def fit_models(
             model = _regressor(catboost, family, iterations=iterations, seed=seed, thread_count=thread_count,
                                categorical=categorical)
             model.fit(x[~held], y[~held])
-            predicted = np.exp(model.predict(x[held])) * roofline_us[held]
+            predicted = np.exp(model.predict(x[held])) * base_us[held]
             metrics = error_metrics(predicted, measured[rows][held])
             peak = peak_flops_per_s(spec, features["dtype"].to_numpy()[rows][held], families[rows][held])
             roofline = roofline_duration_us(flops[rows][held], bytes_[rows][held], peak,

@@ -15,11 +15,13 @@ from pathlib import Path
 REPORT_FILE = "fit_report.json"
 """File name of the report inside a models directory."""
 
-TARGET = "log(duration_us / roofline_us)"
-"""What every model predicts: the log of measured time over the op's roofline time on the profiled
-GPU. Tree models cannot extrapolate beyond the sizes they were trained on; a ratio to the roofline
-stays bounded, so a 3-billion-parameter optimizer step is predicted from the achieved bandwidth of
-smaller ones instead of saturating at the largest time seen."""
+TARGET = "log(duration_us / base_us)"
+"""What every model predicts: the log of measured time over the op's base time
+(`features.target_base_us`): its roofline time on the profiled GPU, and for cuDNN RNNs, whose time
+steps run one after another, their cells (steps x layers x directions) in microseconds. Tree models
+cannot extrapolate beyond the sizes they were trained on; a ratio to such a base stays bounded, so a
+3-billion-parameter optimizer step is predicted from the achieved bandwidth of smaller ones instead
+of saturating at the largest time seen."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

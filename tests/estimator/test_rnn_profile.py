@@ -6,6 +6,7 @@ import json
 import math
 
 import pyarrow.parquet as pq
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -136,3 +137,14 @@ def test_rnn_rows_get_cell_depth_and_sequence_features():
     assert lstm_backward["log2_hidden"] == 4 and lstm_backward["log2_input_size"] == 3
     assert 2 ** lstm_backward["log2_seq"] == pytest.approx(5) and 2 ** lstm_backward["log2_batch"] == pytest.approx(3)
     assert (gru_forward["rnn_mode"], gru_forward["bidirectional"], 2 ** gru_forward["log2_seq"]) == (3, 1, 4)
+    # Cells (steps x layers x directions) run one after another: the RNN model's base time is one
+    # microsecond per cell, where every other family's is the roofline.
+    from maya.estimator.features import target_base_us
+
+    assert 2 ** lstm_backward["log2_cells"] == pytest.approx(5 * 2) and 2 ** gru_forward["log2_cells"] == pytest.approx(4 * 2)
+    assert 2 ** lstm_backward["log2_batch_hidden"] == pytest.approx(3 * 16)
+    assert 2 ** lstm_backward["log2_flops_per_cell"] == pytest.approx(2 ** lstm_backward["log2_flops"] / 10)
+    assert list(target_base_us(f.iloc[1:3], RNN)) == pytest.approx([10.0, 8.0])
+    assert list(target_base_us(f.iloc[1:3], "gemm")) == pytest.approx(list(2 ** f["log2_roofline_us"].iloc[1:3]))
+    unreadable = f.iloc[1:2].assign(log2_cells=np.nan)
+    assert target_base_us(unreadable, RNN)[0] == pytest.approx(2 ** f["log2_roofline_us"].iloc[1])
