@@ -1,5 +1,6 @@
-"""ResNet's stem max pool and a 2x2 average pool (stride given, as nn.AvgPool2d passes it), forward and backward, on a bf16 input in the memory
-format given: the signatures the pooling cases of `maya profile`'s copy grid time."""
+"""ResNet's stem max pool and a 2x2 average pool (stride given, as nn.AvgPool2d passes it), forward
+and backward, on a bf16 input in the memory format given: the signatures the pooling cases of
+`maya profile`'s copy grid time."""
 
 import argparse
 
