@@ -73,7 +73,7 @@ def test_every_family_has_a_quick_grid_and_a_full_grid_within_budget():
     for family in FAMILIES:
         assert grid(family, quick=True), family
         total += len(grid(family))
-    assert 5000 <= total <= 10000  # about 3 minutes on an H200 (benchmarks/gpu/profile_h200.log)
+    assert 5000 <= total <= 10500  # 9,856 signatures took 229 s on an H200 (benchmarks/gpu/profile_h200.log)
 
 
 def _signature(case):
