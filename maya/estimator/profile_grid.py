@@ -551,8 +551,9 @@ def _reduction(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
     if not quick:
         # The bias gradients of a language model's linear layers, as autograd sums them: tokens x
         # width, over the tokens, keepdim. A column sum's speed depends on its width, which the sizes
-        # above hold at 4096 (HF BERT's [16384, 768] ones took 31 us each on the H200 against 23 us
-        # estimated, benchmarks/gpu/session16_h200/s16a/op_shapes).
+        # above hold at 4096 (HF BERT's [16384, 768] ones took 31 us each on the H200 against 27 us
+        # estimated: `python benchmarks/calibration_report.py --shapes
+        # benchmarks/gpu/session16_h200/s16a/op_shapes hf_bert_bf16`).
         for dtype in ("bfloat16", "float32"):
             for tokens in (2048, 8192, 16384, 32768):
                 for width in (768, 1024, 1536, 2048, 2304, 3072, 4096, 4608, 6144, 8192):
