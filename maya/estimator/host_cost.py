@@ -111,12 +111,11 @@ def host_costs_us(
         host[host_rows] = fixed + per_op * ops
     op = df["op"]
     # Ops whose CUDA implementation launches a sort or several sub-ops (embedding backward, index_put
-    # with accumulate, nonzero) cost the issuing thread 70-130 us more than a one-launch op.
-    extra = op.map(composite_op_extra_us(gpu)).fillna(0.0).to_numpy(dtype=float)
-    # A CNN layer's convolution and batch norm cost more than a one-launch op (cuDNN's plan lookup,
-    # a batch norm's several kernels) where the GPU machine's figures measured it.
-    layer_us = {name: costs.get(key, 0.0) for name, key in LAYER_EXTRA_COST.items()}
-    extra = extra + op.map(layer_us).fillna(0.0).to_numpy(dtype=float)
+    # with accumulate, nonzero) cost the issuing thread 70-130 us more than a one-launch op, and a CNN
+    # layer's convolution and batch norm more too (cuDNN's plan lookup, a batch norm's several
+    # kernels) where the GPU machine's figures measured it.
+    extra_us = {**{name: costs.get(key, 0.0) for name, key in LAYER_EXTRA_COST.items()}, **composite_op_extra_us(gpu)}
+    extra = op.map(extra_us).fillna(0.0).to_numpy(dtype=float)
     host = np.where(launches, host + extra, host)
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():
