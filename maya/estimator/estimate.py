@@ -197,12 +197,13 @@ def _estimate_unique(
     dtype = features["dtype"].to_numpy()
     duration_us = exact.lookup(keys) if exact is not None else np.full(n, np.nan)
     source = np.where(np.isnan(duration_us), "", EstimateSource.EXACT.value).astype(object)
+    base_us = target_base_us(features, family)
 
     for name, model in models.models.items():
         rows = np.flatnonzero((family == name) & np.isnan(duration_us))
         if len(rows):
             x = features.iloc[rows][_model_features(model, name)]
-            duration_us[rows] = np.exp(model.predict(x)) * target_base_us(features.iloc[rows], name)  # fit_report.TARGET
+            duration_us[rows] = np.exp(model.predict(x)) * base_us[rows]  # fit_report.TARGET
             source[rows] = EstimateSource.CATBOOST.value
 
     flops = np.asarray(table.column("flops").fill_null(0), dtype=np.float64)

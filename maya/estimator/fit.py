@@ -248,6 +248,7 @@ def fit_models(
     families = np.asarray(profiles.column("family").to_numpy(zero_copy_only=False), dtype=object)
     flops = np.asarray(profiles.column("flops").to_numpy(zero_copy_only=False), dtype=np.float64)
     bytes_ = np.asarray(profiles.column("bytes").to_numpy(zero_copy_only=False), dtype=np.float64)
+    base = target_base_us(features, families)
 
     fits = {}
     for family in sorted(set(families)):
@@ -255,7 +256,7 @@ def fit_models(
         names = list(features_for_family(family))
         categorical = [name for name in names if name in CATEGORICAL_FEATURES]
         x = features.iloc[rows][names].reset_index(drop=True)
-        base_us = target_base_us(features.iloc[rows], family)
+        base_us = base[rows]
         y = np.log(measured[rows] / base_us)  # fit_report.TARGET
         held = holdout_mask(keys[rows], holdout_fraction, seed)
         metrics: dict[str, float | None] = dict.fromkeys(("mape", "median_ape", "time_weighted_error"))
