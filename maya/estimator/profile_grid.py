@@ -167,6 +167,11 @@ def channels_last_strides(n: int, c: int, h: int, w: int) -> tuple[int, ...]:
     return (h * w * c, 1, w * c, c)
 
 
+def _image(shape: Sequence[int], dtype: str, channels_last: bool) -> TensorSpec:
+    """An [N, C, H, W] tensor, contiguous or channels-last."""
+    return _spec(shape, dtype, channels_last_strides(*shape) if channels_last else None)
+
+
 def _heads_transposed(b: int, h: int, s: int, d: int, dtype: str) -> TensorSpec:
     """[B, H, S, D] as `x.view(B, S, H, D).transpose(1, 2)`: how attention modules build q, k, v."""
     return _spec((b, h, s, d), dtype, (s * h * d, d, h * d, 1))
@@ -284,10 +289,10 @@ def _conv_cases(
     has_bias = k == 16 if bias is None else bias  # ViT patch embedding has a bias; ResNet convs do not
 
     def tensor(c: int, h: int) -> TensorSpec:
-        return _spec((n, c, h, h), dtype, channels_last_strides(n, c, h, h) if channels_last else None)
+        return _image((n, c, h, h), dtype, channels_last)
 
     w_shape = (cout, cin // groups, k, k)
-    weight = _spec(w_shape, dtype, channels_last_strides(*w_shape) if channels_last else None)
+    weight = _image(w_shape, dtype, channels_last)
     bias_spec = _spec((cout,), dtype) if has_bias else None
     geometry = [[stride, stride], [pad, pad], [dilation, dilation], False, [0, 0], groups]
     tf32 = dtype == "float32"  # cuDNN allows TF32 by default
@@ -401,7 +406,7 @@ def _batchnorm(quick: bool) -> Iterator[ProfileCase]:
     for dtype in ("float32",) if quick else ("bfloat16", "float32"):
         for c, hw in shapes:
             for channels_last in (False, True):
-                x = _spec((n, c, hw, hw), dtype, channels_last_strides(n, c, hw, hw) if channels_last else None)
+                x = _image((n, c, hw, hw), dtype, channels_last)
                 p = _spec((c,), "float32")  # AMP keeps batch-norm parameters and statistics in fp32
                 reserve = _spec((0,), "uint8")
                 yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
@@ -597,8 +602,7 @@ def _pool_cases(
     out = (side + 2 * padding - kernel) // stride + 1
     if out < 1:
         return
-    x = _spec((n, c, side, side), dtype, channels_last_strides(n, c, side, side) if channels_last else None)
-    grad = _spec((n, c, out, out), dtype, channels_last_strides(n, c, out, out) if channels_last else None)
+    x, grad = _image((n, c, side, side), dtype, channels_last), _image((n, c, out, out), dtype, channels_last)
     window = [[kernel] * 2, [stride] * 2, [padding] * 2]
     if kind == "max":
         yield make_case("copy", "aten::max_pool2d_with_indices", [x, *window])
@@ -806,7 +810,7 @@ def _random_norm(rng: random.Random) -> Iterator[ProfileCase]:
             if _nbytes((n, c, hw, hw), dtype) > GIB:
                 continue
             channels_last = rng.random() < 0.5
-            x = _spec((n, c, hw, hw), dtype, channels_last_strides(n, c, hw, hw) if channels_last else None)
+            x = _image((n, c, hw, hw), dtype, channels_last)
             p, reserve = _spec((c,), "float32"), _spec((0,), "uint8")
             yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
             yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve])
@@ -904,7 +908,7 @@ def _random_copy(rng: random.Random) -> Iterator[ProfileCase]:
         dtype, channels_last = rng.choice(("bfloat16", "float32")), rng.random() < 0.5
         n, c, side = _log_uniform(rng, 1, 256), _log_uniform(rng, 16, 1024, 16), _log_uniform(rng, 4, 224)
         kernel, stride, padding = rng.choice(POOL_WINDOWS)
-        if n * c * side * side * (4 if dtype == "float32" else 2) <= GIB:
+        if _nbytes((n, c, side, side), dtype) <= GIB:
             yield from _pool_cases(rng.choice(("max", "avg")), n, c, side, dtype, channels_last, kernel, stride, padding)
 
 
