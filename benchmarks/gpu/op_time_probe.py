@@ -29,6 +29,12 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "validation"))
 import suite  # noqa: E402
 
 
+def _gpu_ops(prof, group_by_input_shape: bool = False) -> list:
+    """The profiler's aten ops (averaged per op, or per op and input shapes) that ran GPU time."""
+    return [e for e in prof.key_averages(group_by_input_shape=group_by_input_shape)
+            if e.key.startswith("aten::") and e.self_device_time_total > 0]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -67,16 +73,10 @@ def main():
         kernels = [e for e in prof.events()
                    if e.device_type == torch.autograd.DeviceType.CUDA and not e.is_user_annotation]
         busy_us = sum(e.device_time for e in kernels)
-        per_op = {}
-        for e in prof.key_averages():
-            if e.key.startswith("aten::") and e.self_device_time_total > 0:
-                per_op[e.key] = {"count": e.count, "self_device_us": e.self_device_time_total}
-        per_op_shape = []
-        if args.shapes:
-            for e in prof.key_averages(group_by_input_shape=True):
-                if e.key.startswith("aten::") and e.self_device_time_total > 0:
-                    per_op_shape.append({"op": e.key, "input_shapes": e.input_shapes, "count": e.count,
-                                         "self_device_us": e.self_device_time_total})
+        per_op = {e.key: {"count": e.count, "self_device_us": e.self_device_time_total} for e in _gpu_ops(prof)}
+        per_op_shape = [{"op": e.key, "input_shapes": e.input_shapes, "count": e.count,
+                         "self_device_us": e.self_device_time_total}
+                        for e in _gpu_ops(prof, group_by_input_shape=True)] if args.shapes else []
         if args.chrome:
             fd, raw = tempfile.mkstemp(suffix=".json")
             os.close(fd)
