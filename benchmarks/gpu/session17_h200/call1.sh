@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 17, device call 1 (1 x H200), from the repository root: bash benchmarks/gpu/session17_h200/call1.sh OUT
+# The host microbenchmarks (now with the CNN layers' extras), the copy and reduction grids (pooling and
+# LM bias-gradient sums joined them), per-op-and-shape GPU times of the 12 calibration workloads not yet
+# probed, then copy draws (each seed with its 40 pooling draws) until 540 s.
+set -u
+out=${1:?usage: call1.sh OUT}; o=/tmp/s17a
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+mkdir -p $o
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())"; } > $o/env.txt
+timeout 120 python3 -m maya.estimator.profiler --out $o/host --families host > $o/host.log 2>&1
+echo "host rc=$? at $SECONDS s" >> $o/jobs.txt
+timeout 150 python3 -m maya.estimator.profiler --out $o/grid --families copy,reduction > $o/grid.log 2>&1
+echo "grid rc=$? at $SECONDS s" >> $o/jobs.txt
+timeout 200 python3 benchmarks/gpu/op_time_probe.py --shapes --out $o/op_shapes dlrm_fp32 gpt2_124m_bf16_weights_seq2048 \
+  gpt2_124m_ddp1 gpt2_350m_ckpt hf_llama_bf16 lstm_lm_fp32 mlp_tiny_adamw moe_top2_bf16 resnet50_fp32 \
+  torch_transformer_bf16 vit_base_bf16 llama_3b_bf16_ckpt > $o/op_shapes.log 2>&1
+echo "op_time_probe rc=$? at $SECONDS s" >> $o/jobs.txt
+bash benchmarks/gpu/run_random_draws.sh $o/draws 0 $((540 - SECONDS)) $(for s in $(seq 6 30); do echo copy:$s; done) >> $o/jobs.txt
+date -u +%FT%TZ >> $o/env.txt
+tar czf "$out/s17a.tgz" -C /tmp s17a
