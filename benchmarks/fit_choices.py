@@ -13,7 +13,8 @@ Each setting is fitted on the rest (the before rows alone, then with the new row
 signature) and scored on those held-out signatures: median |error|, time-weighted error, and the
 signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` uses for the family),
 `rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE),
-`deeper` (shipped with depth 10).
+`deeper` (shipped with depth 10), `time-weighted` and `sqrt-time-weighted` (shipped, each training row
+weighted by its measured time, or its square root: the time-weighted error weighs ops so).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
 `--new` may then be left out. `--score-new` also holds out a fifth of the new rows' signatures (seed 0)
@@ -53,10 +54,16 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
         "shallow": {**shipped, "loss_function": "RMSE", "depth": fit._DEPTH, "learning_rate": fit._LEARNING_RATE,
                     "iterations": 1000},
         "deeper": {**shipped, "depth": 10},
+        "time-weighted": shipped,
+        "sqrt-time-weighted": shipped,
     }
     if name not in variants:
         raise SystemExit(f"unknown setting {name!r}; choose from {', '.join(variants)}")
     return catboost.CatBoostRegressor(**variants[name])
+
+
+WEIGHT_POWER = {"time-weighted": 1.0, "sqrt-time-weighted": 0.5}
+"""Setting -> power of the measured time that weighs each training row (unweighted when absent)."""
 
 
 def _subsample(keys: np.ndarray, fraction: float) -> np.ndarray:
@@ -108,7 +115,7 @@ def main() -> None:
     p.add_argument("--new", nargs="*", default=[], help="file names in --profiles whose rows are the new ones")
     p.add_argument("--fractions", default="1",
                    help="comma-separated fractions of the before rows' training signatures to fit on (default 1)")
-    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, mae, shallow, deeper")
+    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, mae, shallow, deeper, time-weighted, sqrt-time-weighted")
     p.add_argument("--profiles", type=Path, default=PROFILES)
     p.add_argument("--by-file", action="store_true", help="also score each profile file's held-out rows apart")
     p.add_argument("--score-new", action="store_true",
@@ -172,7 +179,9 @@ def main() -> None:
     for label, train in runs:
         for name in args.settings.split(","):
             model = settings(catboost, args.family, name, categorical)
-            model.fit(x[train], y[train])
+            power = WEIGHT_POWER.get(name)
+            weight = None if power is None else measured[train] ** power / np.mean(measured[train] ** power)
+            model.fit(x[train], y[train], sample_weight=weight)
             predicted = np.exp(model.predict(x[test])) * base_us[test]
             small = measured[test] < 10
             relative = (predicted[small] - measured[test][small]) / measured[test][small]
