@@ -57,15 +57,24 @@ def encode_call(
             shape specs); returns their metadata, or None for values that are not tensors.
     """
     metas: list[TensorMeta] = []
+    index_of: dict[int, int] = {}  # id() of each tensor encoded so far -> its index
 
-    def enc(v: object) -> object:
+    def tensor(v: object, meta: TensorMeta, in_list: bool) -> dict:
+        # A list entry that is a tensor already encoded in this call (Adam's
+        # `_foreach_addcmul_(exp_avg_sqs, grads, grads)`) reuses its index: the kernel reads it once.
+        if in_list and id(v) in index_of:
+            return {"$t": index_of[id(v)]}
+        metas.append(meta)
+        index_of.setdefault(id(v), len(metas) - 1)
+        return {"$t": len(metas) - 1}
+
+    def enc(v: object, in_list: bool = False) -> object:
         if isinstance(v, torch.Tensor):
-            metas.append(tensor_meta(v))
-            return {"$t": len(metas) - 1}
+            return tensor(v, tensor_meta(v), in_list)
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
         if isinstance(v, (list, tuple)):
-            return [enc(x) for x in v]
+            return [enc(x, True) for x in v]
         if isinstance(v, torch.dtype):
             return {"$dtype": _DTYPE_NAMES[v]}
         if isinstance(v, torch.device):
@@ -76,8 +85,7 @@ def encode_call(
             return {"$layout": str(v).removeprefix("torch.")}
         meta = describe(v) if describe is not None else None
         if meta is not None:
-            metas.append(meta)
-            return {"$t": len(metas) - 1}
+            return tensor(v, meta, in_list)
         return {"$repr": repr(v)}
 
     attrs = {"args": [enc(a) for a in args], "kwargs": {k: enc(v) for k, v in kwargs.items()}}

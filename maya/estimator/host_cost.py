@@ -119,7 +119,11 @@ def host_costs_us(
     host = np.where(launches, host + extra, host)
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():
-        n_tensors = df["input_shapes"].map(len).to_numpy()
+        # List entries, not distinct tensors: a list repeated in the call (Adam's grads in
+        # `_foreach_addcmul_`) shares its tensors' indices but is still walked on the host.
+        n_tensors = np.zeros(len(df))
+        n_tensors[foreach] = [a.count('"$t"') if isinstance(a, str) else len(shapes) for a, shapes in
+                              zip(df["attrs"].to_numpy()[foreach], df["input_shapes"].to_numpy()[foreach])]
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
     return host

@@ -640,6 +640,11 @@ def _foreach(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
         lists = _param_lists(quick)
         if dtype == "bfloat16":
             lists = lists[::3]
+        if not quick:
+            # A 3B-parameter model's optimizer lists (Llama-3.2-3B-like, 2.9G elements): with lists of
+            # at most 268M elements to learn from, the model put llama_3b_bf16_ckpt's foreach ops at
+            # 1.1-2.2x their measured time (`python benchmarks/calibrate.py --pairs foreach`, session 17).
+            lists = [*lists, _model_param_numels(3072, 28, 128256, 8192)]
         for numels in lists:
             params = [_spec((n,), dtype) for n in numels]
             grads = [_spec((n,), dtype) for n in numels]

@@ -141,3 +141,15 @@ def test_cnn_layer_rows_pay_their_measured_extra_where_the_figures_have_it():
     assert list(with_layers - plain) == pytest.approx([40.0, 30.0, 20.0, 10.0, 0.0])
     assert plain[1] == pytest.approx(c["autograd_backward_op_us"]) and plain[3] == pytest.approx(plain[1])
 
+
+
+def test_a_foreach_row_pays_per_list_entry_even_where_a_list_repeats():
+    # `_foreach_addcmul_(exp_avg_sqs, grads, grads)`: two distinct lists of 4 tensors recorded, three
+    # lists walked on the host.
+    entry = [{"$t": i} for i in range(4)], [{"$t": i} for i in range(4, 8)]
+    attrs = json.dumps({"args": [entry[0], entry[1], entry[1], 0.5], "kwargs": {}})
+    rows = pd.DataFrame({"kind": ["kernel"], "phase": ["optimizer"], "op": ["aten::_foreach_addcmul_.Scalar"],
+                         "input_shapes": [[[4]] * 8], "attrs": [attrs]})
+    c = host_overhead("h200")
+    expected = c["aten_op_us"] + 12 * c["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
+    assert host_costs_us(rows)[0] == pytest.approx(expected)

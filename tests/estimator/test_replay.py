@@ -219,3 +219,22 @@ def test_leading_slice_index_put_accumulates_like_dlrm_interactions():
         for p in range(rows.numel()):
             expected[b, rows[p], cols[p]] += values[b, p]
     torch.testing.assert_close(r(), expected)
+
+
+def test_a_repeated_tensor_list_shares_its_indices_and_replays_aliased():
+    # Adam's `_foreach_addcmul_(exp_avg_sqs, grads, grads, value)`: the grads are read once, so the
+    # row records them once and the replay passes the same tensors twice.
+    state = [TensorSpec(shape=(3,), dtype="float32"), TensorSpec(shape=(5,), dtype="float32")]
+    grads = [TensorSpec(shape=(3,), dtype="float32"), TensorSpec(shape=(5,), dtype="float32")]
+    attrs, shapes, _, _ = encode_arguments([state, grads, grads, 0.5], {})
+    assert attrs["args"][:3] == [[t(0), t(1)], [t(2), t(3)], [t(2), t(3)]]
+    assert shapes == [[3], [5], [3], [5]]
+    r = build_replay("aten::_foreach_addcmul_.Scalar", shapes, ["float32"] * 4, None, attrs, device="cpu")
+    assert r.args[1][0] is r.args[2][0] and r.args[1][1] is r.args[2][1]
+    before = [s.clone() for s in r.args[0]]
+    r()
+    for s, b, g in zip(r.args[0], before, r.args[1]):
+        torch.testing.assert_close(s, b + 0.5 * g * g)
+    # Outside a list a repeated tensor keeps an index per position (mm(x, x) reads both operands).
+    x = TensorSpec(shape=(4, 4), dtype="float32")
+    assert encode_arguments([x, x], {})[0]["args"] == [t(0), t(1)]
