@@ -1,6 +1,6 @@
 """Fit the estimator's per-family in-training scale factors (maya/estimator/calibration.py).
 
-    python benchmarks/calibrate.py [--write]
+    python benchmarks/calibrate.py [--write] [--pairs FAMILY]
 
 For each calibration workload profiled on the H200 (benchmarks/gpu/op_times_h200/, made by
 benchmarks/gpu/op_time_probe.py; held-out workloads are refused), it emulates the same iteration,
@@ -24,7 +24,8 @@ around the whole call, is its time on the GPU, not its kernels' sum. For ops on 
 0.1 us) a family's factor makes its total calibrated time equal its total measured time across all
 paired ops; the overhead kept is the one whose paired kernel time per workload is closest to the
 measured one (least mean |error| over workloads). `--write` stores factors and overhead in
-maya/estimator/data/h200/models/calibration.json.
+maya/estimator/data/h200/models/calibration.json. `--pairs FAMILY` also lists that family's paired
+ops (workload, op, calls, measured and uncalibrated estimated us, their ratio).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def main() -> None:
 
     p = argparse.ArgumentParser()
     p.add_argument("--write", action="store_true", help="write maya/estimator/data/h200/models/calibration.json")
+    p.add_argument("--pairs", metavar="FAMILY", help="also list this family's paired ops")
     args = p.parse_args()
     used = []
     composite = set(composite_op_extra_us("h200")) | ZERO_FILLED_GRAD_OPS
@@ -121,6 +123,9 @@ def main() -> None:
     for f, s in scales.items():
         measured_ms, estimated_ms = (sum(u[i] for u in used if u[4] == f) / 1e3 for i in (2, 3))
         print(f"  {f:12s} measured {measured_ms:8.2f} ms  estimated {estimated_ms:8.2f} ms  factor {s}")
+    for workload, op, measured_us, estimated_us, _, calls in (u for u in used if u[4] == args.pairs):
+        print(f"  {workload:32s} {op:40s} x{calls:<4d} measured {measured_us:10.1f} us  estimated {estimated_us:10.1f} us"
+              f"  measured/estimated {measured_us / estimated_us:.3f}")
     if args.write:
         out = ROOT / "maya" / "estimator" / "data" / "h200" / "models" / "calibration.json"
         out.write_text(json.dumps({

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 17, device call 3 (1 x H200), from the repository root: bash benchmarks/gpu/session17_h200/call3.sh OUT
+# The host microbenchmarks with the CNN layers' backward extras measured beyond a one-op backward
+# (commit 680d121), the foreach grid with aliased list arguments and a 3B-parameter model's lists
+# (commit 1f89a21), foreach draws 6-30 until 220 s, RNN draws 105-116 until 440 s, attention 41-50 until 555 s.
+set -u
+out=${1:?usage: call3.sh OUT}; o=/tmp/s17c
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+mkdir -p $o
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())"; } > $o/env.txt
+timeout 60 python3 -m maya.estimator.profiler --out $o/host --families host > $o/host.log 2>&1
+echo "host rc=$? at $SECONDS s" >> $o/jobs.txt
+timeout 120 python3 -m maya.estimator.profiler --out $o/grid --families foreach > $o/grid.log 2>&1
+echo "grid rc=$? at $SECONDS s" >> $o/jobs.txt
+d=benchmarks/gpu/run_random_draws.sh
+bash $d $o/draws 0 $((220 - SECONDS)) $(for s in $(seq 6 30); do echo foreach:$s; done) >> $o/jobs.txt
+bash $d $o/draws 0 $((440 - SECONDS)) $(for s in $(seq 105 116); do echo rnn:$s$([ $((s % 2)) = 1 ] && echo :no-tf32); done) >> $o/jobs.txt
+bash $d $o/draws 0 $((555 - SECONDS)) $(for s in $(seq 41 50); do echo sdpa:$s; done) >> $o/jobs.txt
+date -u +%FT%TZ >> $o/env.txt
+tar czf "$out/s17c.tgz" -C /tmp s17c
