@@ -588,6 +588,26 @@ def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                     for kernel, stride, padding in POOL_WINDOWS[:2]:
                         yield from _pool_cases("max", n, c, side, dtype, channels_last, kernel, stride, padding)
                     yield from _pool_cases("avg", n, c, side, dtype, channels_last, 2, 2, 0)
+        yield from _concat_cases()
+
+
+def _concat_cases() -> Iterator[ProfileCase]:
+    """`cat` and `stack` of attention-shaped [b, h, s, d] tensors as language models issue them, in the
+    layouts their traces record: RoPE's rotate_half concatenates two half-width slices, and the
+    backward of `unbind` stacks q, k and v; contiguous, heads-transposed (memory [b, s, h, d]) or a
+    slice of either. Then concatenations of contiguous [rows, width] blocks along each dim."""
+    for dtype in ("bfloat16", "float32"):
+        for b, h, s, d in ((16, 12, 1024, 64), (16, 4, 1024, 64), (4, 24, 2048, 128), (64, 12, 197, 64),
+                           (8, 32, 2048, 128), (2, 16, 4096, 64)):
+            plain, heads_transposed = [h * s * d, s * d, d, 1], [s * h * d, d, h * d, 1]
+            half = (b, h, s, d // 2)
+            for strides in (None, plain, heads_transposed):  # whole halves, or slices of a parent
+                yield make_case("copy", "aten::cat", [[_spec(half, dtype, strides) for _ in range(2)], -1])
+            for strides in (None, heads_transposed):
+                yield make_case("copy", "aten::stack", [[_spec((b, h, s, d), dtype, strides) for _ in range(3)]])
+        for rows, width, parts in ((4096, 1024, 2), (16384, 768, 3), (8192, 4096, 2), (4096, 128, 27)):
+            for dim in (0, 1):
+                yield make_case("copy", "aten::cat", [[_spec((rows, width), dtype) for _ in range(parts)], dim])
 
 
 POOL_WINDOWS = ((3, 2, 1), (2, 2, 0), (3, 1, 1))
