@@ -23,8 +23,9 @@ COPY = "copy"
 FOREACH = "foreach"
 INDEX = "index"
 RNN = "rnn"
+POOL = "pool"
 
-FAMILIES = (GEMM, CONV, SDPA, NORM, SOFTMAX, EMBEDDING, ELEMENTWISE, REDUCTION, COPY, FOREACH, INDEX, RNN)
+FAMILIES = (GEMM, CONV, SDPA, NORM, SOFTMAX, EMBEDDING, ELEMENTWISE, REDUCTION, COPY, FOREACH, INDEX, RNN, POOL)
 """Every family the profiler writes a `<family>.parquet` for."""
 
 TF32_FAMILIES = frozenset({GEMM, CONV, SDPA, RNN})
@@ -78,9 +79,12 @@ OP_FAMILIES: dict[str, str] = {
               "flip", "roll", "tril", "triu", "tril_", "triu_", "slice_backward", "select_backward",
               "narrow_copy", "permute_copy", "transpose_copy", "expand_copy", "split_with_sizes_copy",
               "_unsafe_view_copy", "unfold_backward", "reflection_pad2d", "replication_pad2d",
-              "upsample_nearest2d", "upsample_bilinear2d", "max_pool2d_with_indices",
-              "max_pool2d_with_indices_backward", "avg_pool2d", "avg_pool2d_backward",
-              "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "col2im", "im2col"),
+              "upsample_nearest2d", "upsample_bilinear2d", "_adaptive_avg_pool2d",
+              "_adaptive_avg_pool2d_backward", "col2im", "im2col"),
+    # Windowed pooling: a family of its own, as its time per byte (2-5x a copy's) would teach a
+    # copy model that 4-D tensors are slow (session 17: copy_ estimates of LM traces 1.6-3x high).
+    **_family(POOL, "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
+              "avg_pool2d_backward"),
     **_family(INDEX, "index", "index_put", "index_put_", "_index_put_impl_", "index_select", "index_add",
               "index_add_", "index_copy", "index_copy_", "gather", "scatter", "scatter_", "scatter_add",
               "scatter_add_", "scatter_reduce", "masked_select", "masked_scatter", "nonzero", "take",

@@ -29,7 +29,7 @@ GIB = 1 << 30
 
 FAMILIES = (
     "gemm", "conv", "sdpa", "norm", "softmax", "embedding", "elementwise", "reduction", "copy", "foreach", "index",
-    "rnn",
+    "rnn", "pool",
 )  # fmt: skip
 """Op families with a shape grid, in the order the profiler runs them (as `maya.estimator.families`)."""
 
@@ -580,14 +580,6 @@ def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 contiguous = {"memory_format": torch.contiguous_format}
                 yield make_case("copy", "aten::clone", [_transposed(shape, dtype)], contiguous)
     if not quick:
-        # CNN pooling (the copy family's model reads it by op): ResNet's 3x3 stride-2 max pool on
-        # its stem, U-Net's and VGG's 2x2, at the batch sizes and image sides of training.
-        for dtype in ("bfloat16", "float32"):
-            for n, c, side in ((32, 64, 112), (96, 64, 80), (256, 64, 56), (16, 128, 64), (16, 256, 32)):
-                for channels_last in (False, True):
-                    for kernel, stride, padding in POOL_WINDOWS[:2]:
-                        yield from _pool_cases("max", n, c, side, dtype, channels_last, kernel, stride, padding)
-                    yield from _pool_cases("avg", n, c, side, dtype, channels_last, 2, 2, 0)
         yield from _concat_cases()
 
 
@@ -610,6 +602,18 @@ def _concat_cases() -> Iterator[ProfileCase]:
                 yield make_case("copy", "aten::cat", [[_spec((rows, width), dtype) for _ in range(parts)], dim])
 
 
+def _pool(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    """CNN pooling: ResNet's 3x3 stride-2 max pool on its stem, U-Net's and VGG's 2x2, at the batch
+    sizes and image sides of training."""
+    sides = ((2, 16, 8),) if quick else ((32, 64, 112), (96, 64, 80), (256, 64, 56), (16, 128, 64), (16, 256, 32))
+    for dtype in ("float32",) if quick else ("bfloat16", "float32"):
+        for n, c, side in sides:
+            for channels_last in (False,) if quick else (False, True):
+                for kernel, stride, padding in POOL_WINDOWS[:2]:
+                    yield from _pool_cases("max", n, c, side, dtype, channels_last, kernel, stride, padding)
+                yield from _pool_cases("avg", n, c, side, dtype, channels_last, 2, 2, 0)
+
+
 POOL_WINDOWS = ((3, 2, 1), (2, 2, 0), (3, 1, 1))
 """(kernel, stride, padding) of the pooling cases: ResNet's stem, a halving 2x2, Inception's 3x3 stride 1."""
 
@@ -625,12 +629,12 @@ def _pool_cases(
     x, grad = _image((n, c, side, side), dtype, channels_last), _image((n, c, out, out), dtype, channels_last)
     window = [[kernel] * 2, [stride] * 2, [padding] * 2]
     if kind == "max":
-        yield make_case("copy", "aten::max_pool2d_with_indices", [x, *window])
+        yield make_case("pool", "aten::max_pool2d_with_indices", [x, *window])
         indices = _spec(grad.shape, "int64", grad.strides)
-        yield make_case("copy", "aten::max_pool2d_with_indices_backward", [grad, x, *window, [1, 1], False, indices])
+        yield make_case("pool", "aten::max_pool2d_with_indices_backward", [grad, x, *window, [1, 1], False, indices])
     else:
-        yield make_case("copy", "aten::avg_pool2d", [x, *window])
-        yield make_case("copy", "aten::avg_pool2d_backward", [grad, x, *window, False, True, None])
+        yield make_case("pool", "aten::avg_pool2d", [x, *window])
+        yield make_case("pool", "aten::avg_pool2d_backward", [grad, x, *window, False, True, None])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -748,11 +752,9 @@ def _random_rnn(rng: random.Random) -> Iterator[ProfileCase]:
 
 RANDOM_DRAWS = {
     "gemm": 700, "conv": 500, "sdpa": 160, "norm": 160, "softmax": 80, "embedding": 60,
-    "elementwise": 300, "reduction": 120, "copy": 100, "foreach": 40, "index": 100,
+    "elementwise": 300, "reduction": 120, "copy": 100, "foreach": 40, "index": 100, "pool": 40,
 }  # fmt: skip
 """Random signatures drawn per family (a draw can yield a forward and its backward)."""
-RANDOM_POOL_DRAWS = 40
-"""Random pooling draws (forward and backward each) after the copy family's `RANDOM_DRAWS`."""
 
 
 def _log_uniform(rng: random.Random, lo: int, hi: int, multiple: int = 1) -> int:
@@ -928,8 +930,10 @@ def _random_copy(rng: random.Random) -> Iterator[ProfileCase]:
             yield make_case("copy", "aten::clone", [x])
         else:
             yield make_case("copy", "aten::clone", [_transposed(x.shape, dtype)], {"memory_format": torch.contiguous_format})
-    # Pooling after the copies, so a seed's copy draws stay what they were before pooling joined.
-    for _ in range(RANDOM_POOL_DRAWS):
+
+
+def _random_pool(rng: random.Random) -> Iterator[ProfileCase]:
+    for _ in range(RANDOM_DRAWS["pool"]):
         dtype, channels_last = rng.choice(("bfloat16", "float32")), rng.random() < 0.5
         n, c, side = _log_uniform(rng, 1, 256), _log_uniform(rng, 16, 1024, 16), _log_uniform(rng, 4, 224)
         kernel, stride, padding = rng.choice(POOL_WINDOWS)
@@ -982,6 +986,7 @@ _RANDOM_GRIDS: dict[str, Callable[[random.Random], Iterator[ProfileCase]]] = {
     "foreach": _random_foreach,
     "index": _random_index,
     "rnn": _random_rnn,
+    "pool": _random_pool,
 }
 
 
@@ -998,4 +1003,5 @@ _GRIDS: dict[str, Callable[[bool, random.Random], Iterator[ProfileCase]]] = {
     "foreach": _foreach,
     "index": _index,
     "rnn": _rnn,
+    "pool": _pool,
 }

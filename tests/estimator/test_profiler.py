@@ -364,13 +364,12 @@ def test_pooling_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, chann
         assert scalars == [a for a in case.attrs["args"] if not isinstance(a, dict)]
 
 
-def test_pool_draws_come_after_the_copy_draws_and_replay():
-    from maya.estimator.profile_grid import RANDOM_DRAWS
+def test_pool_draws_are_their_own_family_and_replay():
+    from maya.estimator.families import family_of
 
-    draws = grid("copy", seed=3, part="random")
-    pools = [c for c in draws if "pool" in c.op]
-    assert pools and draws[-len(pools):] == pools  # a seed's copy draws come first, as before pooling joined
-    assert len(draws) - len(pools) == RANDOM_DRAWS["copy"]
+    copies, pools = grid("copy", seed=3, part="random"), grid("pool", seed=3, part="random")
+    assert pools and not any("pool" in c.op for c in copies)
+    assert {c.family for c in pools} == {"pool"} == {family_of(c.op) for c in pools}
     backward = next(c for c in pools if c.op == "aten::max_pool2d_with_indices_backward")
     replay = build_replay(backward.op, backward.input_shapes, backward.input_dtypes, backward.input_strides,
                           backward.attrs, device="cpu")
