@@ -57,15 +57,17 @@ def encode_call(
             shape specs); returns their metadata, or None for values that are not tensors.
     """
     metas: list[TensorMeta] = []
-    index_of: dict[int, int] = {}  # id() of each tensor encoded so far -> its index
+    index_of: dict[int, int] = {}  # id() of each list entry encoded so far -> its index
 
     def tensor(v: object, meta: TensorMeta, in_list: bool) -> dict:
-        # A list entry that is a tensor already encoded in this call (Adam's
+        # A list entry that is a tensor already met in a list of this call (Adam's
         # `_foreach_addcmul_(exp_avg_sqs, grads, grads)`) reuses its index: the kernel reads it once.
-        if in_list and id(v) in index_of:
-            return {"$t": index_of[id(v)]}
+        if in_list:
+            index = index_of.get(id(v))
+            if index is not None:
+                return {"$t": index}
+            index_of[id(v)] = len(metas)
         metas.append(meta)
-        index_of.setdefault(id(v), len(metas) - 1)
         return {"$t": len(metas) - 1}
 
     def enc(v: object, in_list: bool = False) -> object:
