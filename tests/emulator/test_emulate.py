@@ -9,6 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import maya
+from maya.estimator.host_cost import (
+    LIST_ENTRIES_PER_PARAMETER,
+    host_costs_us,
+    host_overhead,
+)
 from maya.trace import IncompleteTraceError, read_meta, read_rank_trace
 
 MiB = 1 << 20
@@ -31,6 +36,16 @@ def test_bf16_gpt_records_fused_attention_foreach_optimizer_and_modules(scripts,
     assert (ops.op == "aten::_scaled_dot_product_cudnn_attention_backward").sum() == 2 * 3
     opt = ops[ops.phase == "optimizer"]
     assert opt.op.str.startswith("aten::_foreach_").any()
+    # Adam's _foreach_addcmul_(exp_avg_sqs, grads, grads): the grads are recorded once, and the
+    # third list points at them, as the kernel reads them once.
+    addcmul = opt[opt.op == "aten::_foreach_addcmul_.Scalar"].iloc[0]
+    args = json.loads(addcmul["attrs"])["args"]
+    assert args[1] == args[2] and len(addcmul.input_shapes) == 2 * len(args[0])
+    # The host still walks three lists.
+    c = host_overhead("h200")
+    per_entry = c["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
+    host_us = host_costs_us(opt[opt.op == "aten::_foreach_addcmul_.Scalar"].iloc[:1])[0]
+    assert host_us == pytest.approx(c["aten_op_us"] + 3 * len(args[0]) * per_entry)
     assert "blocks.1.qkv" in set(ops[ops.phase == "forward"].module)
     assert "blocks.1.qkv" in set(ops[ops.phase == "backward"].module)
     # Autocast: the qkv projection runs in bf16 on fp32 weights cast once per step.
