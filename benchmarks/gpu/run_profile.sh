@@ -25,7 +25,7 @@ cat "$work/env.json"
 python3 -m maya.estimator.profiler --out "$work" 2>&1 | tee "$work/profile.log" | grep -v "^DEBUG" | tail -n 40
 # More random off-grid draws (seeds 2-5; seed 1 is benchmarks/gpu/heldout_ops_h200, never trained on),
 # appended to each family's file: the models learn between and beyond the grid points from them.
-families=gemm,conv,sdpa,norm,softmax,embedding,elementwise,reduction,copy,foreach,index,rnn
+families=gemm,conv,sdpa,norm,softmax,embedding,elementwise,reduction,copy,foreach,index,rnn,pool
 for seed in 2 3 4 5; do
   python3 -m maya.estimator.profiler --out "$work/draws_seed$seed" --random-only --seed "$seed" --families "$families" \
     2>&1 | grep -v "^DEBUG" > "$work/draws_seed$seed.log"
