@@ -184,6 +184,15 @@ def test_cli_quick_run_writes_host_overhead(tmp_path):
     assert overhead["per_op_us"]["aten_op_us"] > 0
 
 
+def test_cli_quick_pool_profile_is_its_own_family_file(tmp_path):
+    import pyarrow.parquet as pq
+
+    assert main(["--out", str(tmp_path), "--families", "pool", "--quick", "--device", "cpu"]) == 0
+    table = pq.read_table(tmp_path / "pool.parquet")
+    assert set(table.column("family").to_pylist()) == {"pool"}
+    assert {"aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward"} <= set(table.column("op").to_pylist())
+
+
 def test_help_and_import_without_ray_catboost_yaml():
     blocked = "import sys; [sys.modules.__setitem__(m, None) for m in ('ray', 'catboost', 'yaml', 'tqdm')]; "
     code = blocked + "from maya.estimator.profiler import main; main(['--help'])"
