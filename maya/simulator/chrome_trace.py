@@ -2,6 +2,7 @@
 
 Trace Event Format (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU):
 one complete event ("ph": "X") per GPU op and per host launch or sync wait, ts/dur in microseconds,
+args module, kind and iteration,
 pid = rank, tid = CUDA stream id for GPU work and `HOST_TID` for the host thread; "M" metadata
 events name processes "rank <r>" and threads "host" / "stream <s>" and sort the host first.
 """
@@ -38,9 +39,10 @@ def chrome_trace_events(result: SimulationResult, ranks: Iterable[int] | None = 
         columns = zip(
             timeline["kind"].astype(str), timeline["op"], timeline["module"], timeline["stream"],
             timeline["host_start_us"], timeline["issue_us"], timeline["start_us"], timeline["end_us"],
+            timeline["iteration"],
         )
-        for kind, op, module, stream, host_start, issue, start, end in columns:
-            args = {"module": module, "kind": kind}
+        for kind, op, module, stream, host_start, issue, start, end, iteration in columns:
+            args = {"module": module, "kind": kind, "iteration": int(iteration)}
             if issue > host_start:
                 events.append({"name": op, "ph": "X", "pid": rank, "tid": HOST_TID, "ts": host_start,
                                "dur": issue - host_start, "args": args})

@@ -22,6 +22,7 @@ def test_export_is_valid_json_with_expected_events(trace, nvlink_cluster, tmp_pa
     mm = [e for e in complete if e["name"] == "aten::mm" and e["tid"] == 0 and e["pid"] == 0]
     assert len(mm) == 1
     assert mm[0]["ts"] == 2.0 and mm[0]["dur"] == 10.0 and mm[0]["args"]["module"] == "blocks.0.mlp"
+    assert isinstance(mm[0]["args"]["iteration"], int)
     launches = [e for e in complete if e["tid"] == HOST_TID and e["pid"] == 1 and e["name"] == "aten::mm"]
     assert launches[0]["ts"] == 0.0 and launches[0]["dur"] == 2.0
     comm = [e for e in complete if e["name"] == "nccl:all_reduce" and e["tid"] == 1]
