@@ -711,6 +711,10 @@ def _index(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             yield make_case("index", "aten::index_select", [table, 0, idx])
             yield make_case("index", "aten::index.Tensor", [table, [idx]])
             yield make_case("index", "aten::index_add", [table, 0, idx, rows])
+            # In place, as a mixture of experts combines its experts' outputs: no copy of the table
+            # (moe_top2_bf16's 64 were estimated at 4.3x their measured time from the out-of-place
+            # rows, `python benchmarks/calibrate.py --pairs index`, session 17).
+            yield make_case("index", "aten::index_add_", [table, 0, idx, rows])
             yield make_case("index", "aten::index_put_", [table, [idx], rows, True])
             # Picking one logit per row (cross entropy): [n, v] gathered along dim 1 by [n, 1].
             if _nbytes((n, v), dtype) <= 2 * GIB:
