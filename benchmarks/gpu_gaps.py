@@ -6,33 +6,25 @@
 Each idle gap on a GPU stream (from one kernel's end to the next kernel's start, longer than
 `--min-gap-us`) is charged to the op whose kernel ends it: in a profiled trace (`op_time_probe.py
 --chrome`: one iteration under torch.profiler) the innermost CPU op around the runtime call that
-launched that kernel; in Maya's Perfetto timeline (`maya emulate` writes `timeline.json`, its events
-carry `iteration`) the predicted GPU op itself. Prints the span from the first kernel's start to the
-last kernel's end, the busy and idle time in it, and the ops with the most idle time before them:
-whether the real GPU waits for the host where Maya says it does not. Under the profiler every op
-costs the host more, so a profiled trace's gaps bound the real ones from above.
+launched that kernel (`kernel_attribution.launch_owners`); in Maya's Perfetto timeline (`maya
+emulate` writes `timeline.json`, its events carry `iteration`) the predicted GPU op itself. Prints
+the span from the first kernel's start to the last kernel's end, the busy and idle time in it, and
+the ops with the most idle time before them: whether the real GPU waits for the host where Maya says
+it does not. Under the profiler every op costs the host more, so a profiled trace's gaps bound the
+real ones from above.
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
-import gzip
-import json
+import sys
 from collections import Counter
 from pathlib import Path
 
-from maya.simulator.chrome_trace import HOST_TID
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_attribution import GPU_CATEGORIES, launch_owners, read_events  # noqa: E402
 
-GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-"""Profiler event categories that occupy a GPU stream."""
-
-
-def _load(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        data = json.load(f)
-    return data["traceEvents"] if isinstance(data, dict) else data
+from maya.simulator.chrome_trace import HOST_TID  # noqa: E402
 
 
 def _gaps(gpu: list[dict], min_gap_us: float) -> tuple[list[tuple[float, dict]], float, float]:
@@ -58,27 +50,11 @@ def measured_gaps(events: list[dict], min_gap_us: float) -> tuple[Counter, Count
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES]
     if not gpu:
         raise SystemExit("no GPU kernels in the measured trace")
-    launch = {e["args"]["correlation"]: e for e in events
-              if e.get("ph") == "X" and e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
-    cpu_ops = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"), key=lambda e: e["ts"])
-    starts = [e["ts"] for e in cpu_ops]
-    longest = max((e["dur"] for e in cpu_ops), default=0.0)
-
-    def innermost(ts: float) -> str:
-        best = None
-        i = bisect.bisect_right(starts, ts) - 1
-        while i >= 0 and starts[i] >= ts - longest:
-            e = cpu_ops[i]
-            if e["ts"] + e["dur"] >= ts and (best is None or e["dur"] < best["dur"]):
-                best = e
-            i -= 1
-        return best["name"] if best else "(no CPU op)"
-
+    owner_of = launch_owners(events)
     gaps, span, busy = _gaps(gpu, min_gap_us)
     idle, count = Counter(), Counter()
-    for gap, kernel in gaps:
-        runtime = launch.get(kernel.get("args", {}).get("correlation"))
-        name = innermost(runtime["ts"]) if runtime else "(launch not recorded)"
+    for gap, activity in gaps:
+        name = owner_of(activity) or "(no CPU op)"
         idle[name] += gap
         count[name] += 1
     return idle, count, span, busy
@@ -118,9 +94,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.measured is None and args.predicted is None:
         p.error("give --measured, --predicted or both")
     if args.measured is not None:
-        print(report(f"measured ({args.measured})", *measured_gaps(_load(args.measured), args.min_gap_us), args.top))
+        print(report(f"measured ({args.measured})", *measured_gaps(read_events(args.measured), args.min_gap_us), args.top))
     if args.predicted is not None:
-        gaps = predicted_gaps(_load(args.predicted), args.iteration, args.min_gap_us)
+        gaps = predicted_gaps(read_events(args.predicted), args.iteration, args.min_gap_us)
         print(report(f"predicted ({args.predicted}, iteration {args.iteration})", *gaps, args.top))
 
 

@@ -16,6 +16,7 @@ import bisect
 import collections
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -32,14 +33,17 @@ def _innermost(ops: list[tuple[float, float, str]], starts: list[float], ts: flo
     return None
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("trace")
-    p.add_argument("--top", type=int, default=20)
-    args = p.parse_args()
-    opener = gzip.open if args.trace.endswith(".gz") else open
-    with opener(args.trace, "rt") as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+def read_events(path: str | Path) -> list[dict]:
+    """The complete ("X") events of a Chrome trace file (.json or .json.gz)."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
+        data = json.load(f)
+    return [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+
+
+def launch_owners(events: list[dict]) -> Callable[[dict], str | None]:
+    """For a GPU activity of `events`, the innermost CPU op (or record_function range) enclosing the
+    CUDA runtime call that launched it on the same thread, tied by the `correlation` argument."""
     ops_by_tid: dict[object, list[tuple[float, float, str]]] = collections.defaultdict(list)
     launch: dict[int, tuple[object, float]] = {}
     for e in events:
@@ -52,6 +56,23 @@ def main() -> None:
     for tid, ops in ops_by_tid.items():
         ops.sort()
         starts[tid] = [o[0] for o in ops]
+
+    def owner(activity: dict) -> str | None:
+        tid_ts = launch.get(activity.get("args", {}).get("correlation", -2))
+        if tid_ts is None or tid_ts[0] not in starts:
+            return None
+        return _innermost(ops_by_tid[tid_ts[0]], starts[tid_ts[0]], tid_ts[1])
+
+    return owner
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("trace")
+    p.add_argument("--top", type=int, default=20)
+    args = p.parse_args()
+    events = read_events(args.trace)
+    owner_of = launch_owners(events)
     by_category: dict[str, float] = collections.Counter()
     attributed_us = 0.0
     rest: dict[tuple[str, str], list[float]] = collections.defaultdict(lambda: [0.0, 0])
@@ -61,8 +82,7 @@ def main() -> None:
             continue
         dur = e.get("dur", 0.0)
         by_category[cat] += dur
-        tid_ts = launch.get(e.get("args", {}).get("correlation", -2))
-        owner = _innermost(ops_by_tid[tid_ts[0]], starts[tid_ts[0]], tid_ts[1]) if tid_ts and tid_ts[0] in starts else None
+        owner = owner_of(e)
         if owner is not None and owner.startswith("aten::"):
             attributed_us += dur
         else:

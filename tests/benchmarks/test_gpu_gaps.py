@@ -42,7 +42,7 @@ def test_a_profiled_gap_is_charged_to_the_innermost_cpu_op_that_launched_the_nex
     path = tmp_path / "trace.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump({"traceEvents": events}, f)
-    idle, count, span, busy = gpu_gaps.measured_gaps(gpu_gaps._load(path), min_gap_us=3.0)
+    idle, count, span, busy = gpu_gaps.measured_gaps(gpu_gaps.read_events(path), min_gap_us=3.0)
     assert idle == {"aten::_foreach_sqrt": 100} and count == {"aten::_foreach_sqrt": 1}
     assert (span, busy) == (135, 34)
     assert "| aten::_foreach_sqrt | 0.100 | 1 |" in gpu_gaps.report("m", idle, count, span, busy, top=5)
@@ -55,7 +55,7 @@ def test_maya_timeline_gaps_of_one_iteration(tmp_path):
     s = maya.emulate(gpt, args, trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
     timeline = tmp_path / "t" / "timeline.json"
-    events = gpu_gaps._load(timeline)
+    events = gpu_gaps.read_events(timeline)
     idle, count, span, busy = gpu_gaps.predicted_gaps(events, iteration=2, min_gap_us=0.0)
     assert 0 < busy <= span and sum(idle.values()) == pytest.approx(span - busy)
     with pytest.raises(SystemExit, match=r"no GPU op of iteration 9 .*its iterations: \[0, 1, 2"):
