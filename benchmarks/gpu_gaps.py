@@ -46,8 +46,9 @@ def _gaps(gpu: list[dict], min_gap_us: float) -> tuple[list[tuple[float, dict]],
 
 
 def measured_gaps(events: list[dict], min_gap_us: float) -> tuple[Counter, Counter, float, float]:
-    """Idle microseconds and gap counts per launching CPU op of a profiled trace, its span and busy time."""
-    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES]
+    """Idle microseconds and gap counts per launching CPU op of a profiled trace's complete events
+    (`read_events`), its span and busy time."""
+    gpu = [e for e in events if e.get("cat") in GPU_CATEGORIES]
     if not gpu:
         raise SystemExit("no GPU kernels in the measured trace")
     owner_of = launch_owners(events)
@@ -61,11 +62,12 @@ def measured_gaps(events: list[dict], min_gap_us: float) -> tuple[Counter, Count
 
 
 def predicted_gaps(events: list[dict], iteration: int, min_gap_us: float) -> tuple[Counter, Counter, float, float]:
-    """Idle microseconds and gap counts per GPU op of one iteration of Maya's timeline, its span and busy time."""
-    gpu = [e for e in events if e.get("ph") == "X" and e.get("tid") != HOST_TID
+    """Idle microseconds and gap counts per GPU op of one iteration of Maya's timeline (its complete
+    events, `read_events`), its span and busy time."""
+    gpu = [e for e in events if e.get("tid") != HOST_TID
            and e.get("args", {}).get("iteration") == iteration]
     if not gpu:
-        found = sorted({e.get("args", {}).get("iteration") for e in events if e.get("ph") == "X"} - {None})
+        found = sorted({e.get("args", {}).get("iteration") for e in events} - {None})
         raise SystemExit(f"no GPU op of iteration {iteration} in the timeline (its iterations: {found})")
     gaps, span, busy = _gaps(gpu, min_gap_us)
     idle, count = Counter(), Counter()
