@@ -4,11 +4,8 @@
 # LM bias-gradient sums joined them), per-op-and-shape GPU times of the 12 calibration workloads not yet
 # probed, then copy draws (each seed with its 40 pooling draws) until 540 s.
 set -u
-out=${1:?usage: call1.sh OUT}; o=/tmp/s17a
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-mkdir -p $o
-{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())"; } > $o/env.txt
+out=${1:?usage: call1.sh OUT}; DIR=/tmp/s17a; o=$DIR
+source benchmarks/gpu/device_call_start.sh
 timeout 120 python3 -m maya.estimator.profiler --out $o/host --families host > $o/host.log 2>&1
 echo "host rc=$? at $SECONDS s" >> $o/jobs.txt
 timeout 150 python3 -m maya.estimator.profiler --out $o/grid --families copy,reduction > $o/grid.log 2>&1

@@ -4,11 +4,8 @@
 # draws: RNN seeds 97-116 (odd seeds TF32 off) until 300 s, attention 31-50 until 450 s, softmax and
 # index 6-15 until 550 s.
 set -u
-out=${1:?usage: call2.sh OUT}; o=/tmp/s17b
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-mkdir -p $o
-{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())"; } > $o/env.txt
+out=${1:?usage: call2.sh OUT}; DIR=/tmp/s17b; o=$DIR
+source benchmarks/gpu/device_call_start.sh
 timeout 60 python3 -m maya.estimator.profiler --out $o/host --families host > $o/host.log 2>&1
 echo "host rc=$? at $SECONDS s" >> $o/jobs.txt
 d=benchmarks/gpu/run_random_draws.sh

@@ -4,11 +4,8 @@
 # (commit 680d121), the foreach grid with aliased list arguments and a 3B-parameter model's lists
 # (commit 1f89a21), foreach draws 6-30 until 220 s, RNN draws 105-116 until 440 s, attention 41-50 until 555 s.
 set -u
-out=${1:?usage: call3.sh OUT}; o=/tmp/s17c
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-mkdir -p $o
-{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())"; } > $o/env.txt
+out=${1:?usage: call3.sh OUT}; DIR=/tmp/s17c; o=$DIR
+source benchmarks/gpu/device_call_start.sh
 timeout 60 python3 -m maya.estimator.profiler --out $o/host --families host > $o/host.log 2>&1
 echo "host rc=$? at $SECONDS s" >> $o/jobs.txt
 timeout 120 python3 -m maya.estimator.profiler --out $o/grid --families foreach > $o/grid.log 2>&1
