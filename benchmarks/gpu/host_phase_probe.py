@@ -7,7 +7,9 @@ Two passes per named workload (benchmarks/validation/suite.py), each a fresh run
    to issue the forward (and loss), the backward, and the optimizer step, and the host time from one
    step's first forward to the next one's (the whole host step). The script's own CUDA-event step
    times come from its MAYA_RESULT line. A step whose host step is close to its CUDA-event time is
-   host-bound: the GPU waited for launches.
+   host-bound: the GPU waited for launches. A CUDA event is recorded at each of those marks too
+   (`gpu_phases`): the GPU time from one mark to the next, which exceeds the GPU's kernel time of
+   that phase where the GPU waited for the host (or for a sync).
 2. Ops. A TorchDispatchMode notes perf_counter when each aten op of one iteration (`--iteration`)
    enters dispatch, with its thread (the autograd engine runs backward ops on its own thread) and
    whether it ran in backward. The gap from one op's entry to the next one's on the same thread is
@@ -44,29 +46,46 @@ class _Phases:
     """perf_counter marks of every step: forward start, backward start/end, optimizer start/end."""
 
     def __init__(self):
-        self.steps, self.current = [], None
+        self.steps, self.current, self.events = [], None, []
+
+    def _mark(self, name):
+        """perf_counter now, and a CUDA event on the current stream at this point of the step."""
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        self.events.append((len(self.steps), name, event))
+        return time.perf_counter()
+
+    def gpu_phases(self):
+        """Per step, the GPU milliseconds from each mark to the next (the last to the next step's forward)."""
+        torch.cuda.synchronize()
+        out = [{} for _ in self.steps]
+        for (step, name, event), (_, _, following) in zip(self.events, self.events[1:]):
+            if step < len(out):
+                out[step][name + "_ms"] = event.elapsed_time(following)
+        return out
 
     def forward_pre(self, module, args):
         if self.current is None:
-            self.current = {"forward": time.perf_counter()}
+            self.current = {"forward": self._mark("forward")}
 
     def backward(self, original):
         def wrapped(*args, **kwargs):
             if self.current is not None and "backward" not in self.current:
-                self.current["backward"] = time.perf_counter()
+                self.current["backward"] = self._mark("backward")
                 out = original(*args, **kwargs)
-                self.current["backward_end"] = time.perf_counter()
+                self.current["backward_end"] = self._mark("backward_end")
                 return out
             return original(*args, **kwargs)
         return wrapped
 
     def optimizer_pre(self, *a):
         if self.current is not None:
-            self.current.setdefault("optimizer", time.perf_counter())
+            if "optimizer" not in self.current:
+                self.current["optimizer"] = self._mark("optimizer")
 
     def optimizer_post(self, *a):
         if self.current is not None:
-            self.current["optimizer_end"] = time.perf_counter()
+            self.current["optimizer_end"] = self._mark("optimizer_end")
             self.steps.append(self.current)
             self.current = None
 
@@ -140,12 +159,14 @@ def main():
         torch.cuda.synchronize()
         steps = phases.steps
         rows = []
+        gpu = phases.gpu_phases()
         for i, s in enumerate(steps):
             row = {"forward_ms": (s.get("backward", s["optimizer"]) - s["forward"]) * 1e3,
                    "backward_ms": (s["backward_end"] - s["backward"]) * 1e3 if "backward_end" in s else None,
                    "optimizer_ms": (s["optimizer_end"] - s["optimizer"]) * 1e3}
             if i + 1 < len(steps):
                 row["host_step_ms"] = (steps[i + 1]["forward"] - s["forward"]) * 1e3
+            row["gpu_phases"] = gpu[i]
             rows.append(row)
 
         mode = _OpEntries(args.iteration)
