@@ -117,9 +117,10 @@ def main() -> None:
         print(f"{w.name}: paired {sum(1 for u in used if u[0] == w.name)} ops", flush=True)
     floor = round(min(row["profiled_kernel_us"] for row in json.loads(KERNEL_GAP_FILE.read_text())["rows"]), 3)
     fits = [_fit(used, overhead / 10, floor) for overhead in range(51)]
-    for overhead, scales, error in (fits[0], min(fits, key=lambda fit: fit[2])):
+    for overhead, scales, error, _ in (fits[0], min(fits, key=lambda fit: fit[2])):
         print(f"event overhead {overhead:.1f} us: mean |error| of a workload's paired kernel time {error:.2%}")
-    overhead, scales, _ = min(fits, key=lambda fit: fit[2])
+    overhead, scales, _, errors = min(fits, key=lambda fit: fit[2])
+    print("  paired kernel time error per workload: " + ", ".join(f"{w} {e:+.1%}" for w, e in errors.items()))
     for f, s in scales.items():
         measured_ms, estimated_ms = (sum(u[i] for u in used if u[4] == f) / 1e3 for i in (2, 3))
         print(f"  {f:12s} measured {measured_ms:8.2f} ms  estimated {estimated_ms:8.2f} ms  factor {s}")
@@ -164,8 +165,9 @@ def kernel_overlap(chrome_trace: Path) -> dict[str, float]:
     return ratio
 
 
-def _fit(used: list[tuple], overhead: float, floor: float) -> tuple[float, dict[str, float], float]:
-    """(overhead, family factors, mean |error| over workloads of the calibrated paired kernel time)
+def _fit(used: list[tuple], overhead: float, floor: float) -> tuple[float, dict[str, float], float, dict[str, float]]:
+    """(overhead, family factors, mean |error| over workloads of the calibrated paired kernel time,
+    each workload's signed error)
     with every family's factor making its calibrated total equal its measured total; each pair's
     calibrated time is its mean call calibrated as the estimator does (`Calibration.apply`)."""
     import numpy as np
@@ -180,8 +182,8 @@ def _fit(used: list[tuple], overhead: float, floor: float) -> tuple[float, dict[
     Calibration(family_scale=scales, event_overhead_us=overhead, kernel_floor_us=floor).apply(
         per_call, families, np.ones(len(used), dtype=bool))
     predicted = per_call * calls
-    error = np.mean([abs(predicted[names == w].sum() / measured[names == w].sum() - 1) for w in sorted(set(names))])
-    return overhead, scales, float(error)
+    errors = {w: float(predicted[names == w].sum() / measured[names == w].sum() - 1) for w in sorted(set(names))}
+    return overhead, scales, float(np.mean(np.abs(list(errors.values())))), errors
 
 if __name__ == "__main__":
     main()
