@@ -18,7 +18,7 @@ from maya.estimator.exact_table import ExactTable
 from maya.estimator.model_set import load_model_set, resolve_models_dir
 from maya.estimator.host_cost import host_costs_us, kernel_gap_us, launch_stream_us
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
-from maya.simulator import RankBreakdown, SimulationParams, export_chrome_trace, simulate
+from maya.simulator import RankBreakdown, SimulationParams, SimulationResult, export_chrome_trace, simulate
 from maya.throughput import model_flops_per_iteration
 
 TOP_N = 10
@@ -119,17 +119,8 @@ def predict(
         cluster = cluster_for_gpu(gpu, world_size)
     elif cluster.gpu != gpu:
         raise ValueError(f"cluster {cluster.name!r} has gpu={cluster.gpu!r} but the ops are estimated for gpu={gpu!r}")
-    exact_table = _user_exact_table(exact, gpu) if exact is not None else None
-    estimated = {}
-    for rank, table in tables.items():
-        df = estimate_trace(table, gpu=gpu, exact=exact_table)
-        df["host_us"] = host_costs_us(df, gpu)
-        df["launch_us"] = launch_stream_us(df, gpu)
-        estimated[rank] = df
-    if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
-        params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),
-                                  kernel_gap_us=kernel_gap_us(gpu))
-    result = simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
+    estimated, result = estimate_and_simulate(tables, gpu, cluster, rank_to_representative=rank_to_representative,
+                                              params=params, exact=exact)
     if timeline_path is None and trace_dir is not None:
         timeline_path = Path(trace_dir) / "timeline.json"
     timeline = str(export_chrome_trace(result, timeline_path)) if timeline_path is not None else None
@@ -153,6 +144,31 @@ def predict(
         cluster=cluster,
         timeline_path=timeline,
     )
+
+
+def estimate_and_simulate(
+    tables: Mapping[int, pa.Table],
+    gpu: str,
+    cluster: ClusterSpec,
+    *,
+    rank_to_representative: Mapping[int, int] | None = None,
+    params: SimulationParams | None = None,
+    exact: str | os.PathLike | None = None,
+) -> tuple[dict[int, pd.DataFrame], SimulationResult]:
+    """`predict`'s estimation and simulation (same arguments): each representative rank's estimated
+    trace (with `host_us` and `launch_us`) and the simulation result, whose `timelines` give every
+    row's host and GPU times."""
+    exact_table = _user_exact_table(exact, gpu) if exact is not None else None
+    estimated = {}
+    for rank, table in tables.items():
+        df = estimate_trace(table, gpu=gpu, exact=exact_table)
+        df["host_us"] = host_costs_us(df, gpu)
+        df["launch_us"] = launch_stream_us(df, gpu)
+        estimated[rank] = df
+    if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
+        params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),
+                                  kernel_gap_us=kernel_gap_us(gpu))
+    return estimated, simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
 
 
 def _breakdown_ms(b: RankBreakdown) -> dict[str, float]:
