@@ -23,7 +23,8 @@ from every fit and scores them apart: whether new rows of a kind the rows before
 backward) apart, and `--by-file` the held-out rows of each profile file (for convolutions the rows of
 the fixed grid's CNN layers (`profile_grid.CONV_LAYERS`: ResNet's
 and ViT's patch embedding, groups 1, at the grid's batch sizes) apart from the random draws), each
-group with its share of the held-out time.
+group with its share of the held-out time. `--cliffs RATIO` describes the held-out rows estimated at under
+RATIO of their measured time (slow algorithm choices a model cannot see, for convolutions).
 Runs on a CPU (CatBoost, 2 threads); a GEMM fit of 80,000 rows takes about two minutes on 2 cores.
 """
 
@@ -101,6 +102,23 @@ def _conv_kind(features) -> np.ndarray:
     return np.array([f"{g} {s}x{s} {d}" for g, s, d in zip(groups, side, direction)], dtype=object)
 
 
+CLIFF_FEATURES = ("dtype", "kernel_numel", "stride_prod", "dilation_prod", "channels_last", "is_backward",
+                  "depthwise", "align_c_in", "cudnn_benchmark", "rnn_mode", "bidirectional", "num_layers")
+
+
+def _print_cliffs(predicted: np.ndarray, measured: np.ndarray, features, ratio: float) -> None:
+    cliff = predicted / measured < ratio
+    error = np.abs(predicted - measured)
+    print(f"  estimated under {ratio:g} x measured: {int(cliff.sum())} of {len(cliff)} rows, "
+          f"{measured[cliff].sum() / measured.sum():.1%} of the time, {error[cliff].sum() / error.sum():.1%} of the absolute error")
+    for name in CLIFF_FEATURES:
+        if name in features and features[name].notna().any():
+            values = features[name].to_numpy()
+            rates = ", ".join(f"{v}: {cliff[values == v].mean():.1%} of {int((values == v).sum())}"
+                              for v in sorted(set(values[~features[name].isna().to_numpy()]), key=str))
+            print(f"  by {name}: {rates}")
+
+
 def _print_row(label: str, setting: str, predicted: np.ndarray, measured: np.ndarray, signed: str = "") -> None:
     """One Markdown row: median |error| and time-weighted error of `predicted` against `measured`."""
     from maya.estimator.fit import error_metrics
@@ -123,6 +141,9 @@ def main() -> None:
                         "(for new rows of a kind the rows before lack)")
     p.add_argument("--by-kind", action="store_true",
                    help="convolutions: also score the held-out rows of each kind (depthwise or not, kernel size, pass) apart")
+    p.add_argument("--cliffs", type=float, metavar="RATIO",
+                   help="also describe the held-out rows estimated at under RATIO of their measured time: their "
+                        "share of rows, time and absolute error, and their rate per value of a few features")
     args = p.parse_args()
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
     from maya.estimator.fit import holdout_mask, import_catboost
@@ -191,6 +212,8 @@ def main() -> None:
                 new_predicted = np.exp(model.predict(x[test_new])) * base_us[test_new]
                 _print_row(f"{label} ({int(train.sum())}), held-out new rows ({int(test_new.sum())})", name,
                            new_predicted, measured[test_new])
+            if args.cliffs:
+                _print_cliffs(predicted, measured[test], features.iloc[np.flatnonzero(test)], args.cliffs)
             for groups, what in groupings:
                 for group in sorted(set(groups)):
                     mine = groups == group
