@@ -192,6 +192,7 @@ def run_profile(
     dtypes: Sequence[str] | None = None,
     flip_grad_layout: bool = False,
     attention_dropout: float | None = None,
+    sleep_before: bool = False,
 ) -> Path:
     """Time op signatures on `device` and write them under `out_dir`.
 
@@ -225,6 +226,11 @@ def run_profile(
         attention_dropout: time only the grids' fused attention cases (forward and backward), each
             with this dropout_p, as models with attention dropout run them in training (BERT, GPT-2
             and `nn.TransformerEncoderLayer` default to 0.1); None: the grids' own (no dropout).
+        sleep_before: time every case, from the grids or a trace, behind a GPU sleep, as the
+            `SLEEP_FAMILIES` always are: the GPU's time without the gaps in which an idle GPU waits
+            for the host between an op's kernels (a cuDNN convolution of 10-300 us is timed 1.05-1.44x
+            its kernels' time without: benchmarks/results/conv_timing_gaps_h200.md). The rows do not
+            say it: keep such a profile in its own directory.
 
     Returns:
         `out_dir` as a Path.
@@ -271,6 +277,8 @@ def run_profile(
             cases = [c for c in (with_attention_dropout(case, attention_dropout) for case in cases) if c is not None]
         if dtypes is not None:
             cases = [case for case in cases if case.input_dtypes[:1] and case.input_dtypes[0] in dtypes]
+        if sleep_before:
+            cases = [dataclasses.replace(case, sleep_before=True) for case in cases]
         cases = cases[shard[0]::shard[1]]
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
@@ -282,6 +290,8 @@ def run_profile(
 
     if trace_dir is not None and not lost:
         cases = read_trace_signatures(trace_dir)
+        if sleep_before:
+            cases = [dataclasses.replace(case, sleep_before=True) for case in cases]
         rows, errors, lost = _profile_cases("exact", cases, timer, env, quick=quick, seed=seed, from_trace=True)
         errors_by_family["exact"] = errors
         _write_rows(rows, out_dir / "exact.parquet")
@@ -573,6 +583,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="time only the fused attention cases (forward and backward), each with dropout_p P, as models with "
         "attention dropout (BERT, GPT-2: 0.1) run them in training",
     )
+    parser.add_argument(
+        "--sleep-before", action="store_true",
+        help="time every case behind a GPU sleep, as RNN and foreach ops always are (the GPU's time without the "
+        "host's launch gaps between an op's kernels); the rows do not record it, so use its own --out",
+    )
     return parser
 
 
@@ -592,7 +607,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
         flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
         shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes, flip_grad_layout=args.flip_grad_layout,
-        attention_dropout=args.attention_dropout,
+        attention_dropout=args.attention_dropout, sleep_before=args.sleep_before,
     )
 
 

@@ -389,3 +389,25 @@ def test_pool_draws_are_their_own_family_and_replay():
     torch.nn.functional.max_pool2d(x, kernel, stride, padding).backward(grad_out.float())
     assert list(grad_in.shape) == list(backward.input_shapes[1])
     assert (grad_in.float() - x.grad).abs().gt(1e-2 * x.grad.abs().max()).float().mean() < 0.01
+
+
+def test_sleep_before_times_every_case_behind_a_gpu_sleep(tmp_path, monkeypatch):
+    # Convolutions are not in SLEEP_FAMILIES: timed on an idle GPU, a cuDNN convolution's host work
+    # between its kernels shows in its time. --sleep-before times every case behind the sleep.
+    from maya.estimator import profiler
+
+    sleeps = []
+    real = profiler._Timer.time_us
+
+    def noting(self, fn, reps, sleep=0):
+        sleeps.append(sleep)
+        return real(self, fn, reps, sleep)
+
+    monkeypatch.setattr(profiler._Timer, "time_us", noting)
+    main(["--out", str(tmp_path / "plain"), "--families", "conv", "--quick", "--device", "cpu"])
+    assert sleeps and not any(sleeps)
+    sleeps.clear()
+    main(["--out", str(tmp_path / "slept"), "--families", "conv", "--quick", "--device", "cpu", "--sleep-before"])
+    assert sleeps and all(s >= profiler.SLEEP_BEFORE_CYCLES for s in sleeps)
+    plain, slept = (pq.read_table(tmp_path / d / "conv.parquet") for d in ("plain", "slept"))
+    assert slept.num_rows == plain.num_rows and slept.schema.equals(plain.schema)
