@@ -2,7 +2,7 @@
 # Next session's device call 1 (1 x H200), from the repository root: bash benchmarks/gpu/session19_h200/call1.sh OUT
 # Convolutions timed behind a GPU sleep (`maya profile --sleep-before`, commit after 317615c), against the
 # idle-GPU timing on the same machine (benchmarks/results/conv_timing_gaps_h200.md): the held-out seed-1
-# convolutions both ways, then the fixed grid's first third behind the sleep until 330 s, then draws of
+# convolutions both ways, then the fixed grid's first quarter behind the sleep until 330 s, then draws of
 # seeds 66-75 behind the sleep until 520 s (seeds up to 65 were drawn before). Not yet run.
 set -u
 out=${1:?usage: call1.sh OUT}; DIR=/tmp/s19a
@@ -11,7 +11,7 @@ timeout 120 python3 -m maya.estimator.profiler --out $DIR/heldout_idle --random-
 echo "heldout_idle rc=$? at $SECONDS s" >> $DIR/jobs.txt
 timeout 150 python3 -m maya.estimator.profiler --out $DIR/heldout_sleep --random-only --seed 1 --families conv --sleep-before > $DIR/heldout_sleep.log 2>&1
 echo "heldout_sleep rc=$? at $SECONDS s" >> $DIR/jobs.txt
-timeout $((330 - SECONDS)) python3 -m maya.estimator.profiler --out $DIR/grid_sleep --families conv --sleep-before --shard 0/3 > $DIR/grid_sleep.log 2>&1
+timeout $((330 - SECONDS)) python3 -m maya.estimator.profiler --out $DIR/grid_sleep --families conv --sleep-before --shard 0/4 > $DIR/grid_sleep.log 2>&1
 echo "grid_sleep rc=$? at $SECONDS s" >> $DIR/jobs.txt
 bash benchmarks/gpu/run_random_draws.sh $DIR/draws 0 $((520 - SECONDS)) $(for s in $(seq 66 75); do echo conv:$s:sleep-before; done) >> $DIR/jobs.txt
 date -u +%FT%TZ >> $DIR/env.txt
