@@ -13,11 +13,19 @@ waiting for those launches. Two checks, on the shipped and committed H200 profil
 2. The same signatures timed in two sessions (the held-out set and its repeat; the convolution draws
    of seeds 46-52 of `conv_draws_2.parquet`, session 10, and `conv_draws_3.parquet`, session 18):
    per band, the median ratio of the two timings and the share of signatures more than 10% apart.
+
+With `--fit`, also the fit's own split (benchmarks/fit_choices.py, shipped settings) of a convolution
+model trained on those run2 rows alone, once on their profiled times and once on their kernel sums:
+how much more learnable the GPU's own time is (two CatBoost fits, about two minutes on 2 cores).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -42,10 +50,14 @@ def _timings(path: Path) -> pd.DataFrame:
     return frame.groupby("key").us.median()
 
 
+def _kernel_us(texts) -> np.ndarray:
+    return np.array([sum(us for _, us in json.loads(text)) for text in texts])
+
+
 def kernel_share() -> pd.DataFrame:
     rows = pd.concat([pq.read_table(p, columns=["duration_us", "kernels"]).to_pandas()
                       for p in sorted((GPU / "conv_kernels_h200" / "run2").glob("*.parquet"))])
-    kernel_us = rows.kernels.map(lambda text: sum(us for _, us in json.loads(text)))
+    kernel_us = pd.Series(_kernel_us(rows.kernels), index=rows.index)
     ratio = rows.duration_us / kernel_us
     return ratio.groupby(_band(rows.duration_us), observed=True).agg(
         ops="size", median_ratio="median", p90_ratio=lambda r: r.quantile(0.9),
@@ -59,7 +71,28 @@ def repeat(first: Path, second: Path) -> pd.DataFrame:
         signatures="size", median_ratio="median", apart_over_10pct=lambda r: (np.abs(r - 1) > 0.1).mean())
 
 
+def fit_both_targets() -> None:
+    import pyarrow as pa
+
+    table = pa.concat_tables([pq.read_table(p) for p in sorted((GPU / "conv_kernels_h200" / "run2").glob("*.parquet"))])
+    kernel_us = _kernel_us(table.column("kernels").to_pylist())
+    table = table.drop(["kernels"])
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, target in (("profiled time", None), ("kernel sum", kernel_us)):
+            out = Path(tmp) / label.replace(" ", "_")
+            out.mkdir()
+            rows = table if target is None else table.set_column(
+                table.column_names.index("duration_us"), "duration_us", pa.array(target))
+            pq.write_table(rows, out / "conv_run2.parquet")
+            print(f"3. A convolution model of run2's rows alone, trained and scored on their {label}:", flush=True)
+            subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fit_choices.py"), "--family", "conv",
+                            "--profiles", str(out)], check=True)
+
+
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--fit", action="store_true", help="also fit a model on run2's profiled times and on their kernel sums")
+    args = p.parse_args()
     pd.set_option("display.float_format", "{:.3f}".format)
     print("1. Profiled time / the sum of its kernels' device time (conv_kernels_h200/run2, seeds 56-65):")
     print(kernel_share().to_string(), "\n")
@@ -69,6 +102,8 @@ def main() -> None:
     for label, first, second in pairs:
         print(f"2. Second timing / first, {label} (bands by the first timing):")
         print(repeat(first, second).to_string(), "\n")
+    if args.fit:
+        fit_both_targets()
 
 
 if __name__ == "__main__":
