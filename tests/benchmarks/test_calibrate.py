@@ -25,17 +25,22 @@ def test_the_overhead_that_explains_small_and_large_ops_together_is_found():
             pair("b", "gemm", 10, 4.2, 0.95, 3.0), pair("b", "gemm", 50, 800.0, 0.95, 3.0),
             pair("b", "elementwise", 300, 3.8, 1.05, 3.0)]
     fits = [calibrate._fit(used, overhead / 10, 0.8) for overhead in range(51)]
-    overhead, scales, error = min(fits, key=lambda fit: fit[2])
+    overhead, scales, error, per_workload = min(fits, key=lambda fit: fit[2])
     assert overhead == pytest.approx(3.0)
     assert scales == {"elementwise": pytest.approx(1.05), "gemm": pytest.approx(0.95)}
     assert error < 1e-3 and fits[0][2] > 0.03  # without the overhead, a workload's kernel time is 3% off on average
+    assert per_workload == {"a": pytest.approx(0.0, abs=1e-3), "b": pytest.approx(0.0, abs=1e-3)}
+    # Without the overhead the factors still match each family's total, so one workload comes out slow
+    # and the other fast; the error printed is the mean of their absolute values.
+    signed = fits[0][3]
+    assert signed["a"] * signed["b"] < 0 and fits[0][2] == pytest.approx((abs(signed["a"]) + abs(signed["b"])) / 2)
 
 
 def test_the_floor_bounds_tiny_ops():
     used = [("a", "aten::op", 100.0, 100.0, "elementwise", 100)]  # 1 us each, measured 1 us
-    _, scales, error = calibrate._fit(used, 3.0, 0.8)
+    _, scales, error, _ = calibrate._fit(used, 3.0, 0.8)
     assert scales == {"elementwise": 4.0} and error == pytest.approx(0.0)
-    _, _, error = calibrate._fit(used, 5.0, 0.8)  # 6 * 1 - 5 = 1: still exact
+    _, _, error, _ = calibrate._fit(used, 5.0, 0.8)  # 6 * 1 - 5 = 1: still exact
     assert error == pytest.approx(0.0)
 
 
