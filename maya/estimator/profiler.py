@@ -130,8 +130,9 @@ class DeviceLostError(RuntimeError):
 class _Timer:
     """Times a replay on one device: CUDA events with an L2 flush, or perf_counter on the CPU."""
 
-    def __init__(self, device: torch.device, flush_l2: bool = True):
+    def __init__(self, device: torch.device, flush_l2: bool = True, sleep_before: bool = False):
         self.device = device
+        self.sleep_before = sleep_before  # every op behind a GPU sleep, not only `sleeps_before`'s
         self.is_cuda = device.type == "cuda"
         self.flush_buffer = (
             torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device)
@@ -253,7 +254,7 @@ def run_profile(
     env = _environment(torch_device)
     logger.info("profiling on %s (torch %s, CUDA %s, cuDNN %s) into %s", env["gpu_name"],
                 env["torch_version"], env["cuda_version"], env["cudnn_version"], out_dir)  # fmt: skip
-    timer = _Timer(torch_device, flush_l2=flush_l2)
+    timer = _Timer(torch_device, flush_l2=flush_l2, sleep_before=sleep_before)
     run_start = time.perf_counter()
     errors_by_family: dict[str, int] = {}
 
@@ -277,8 +278,6 @@ def run_profile(
             cases = [c for c in (with_attention_dropout(case, attention_dropout) for case in cases) if c is not None]
         if dtypes is not None:
             cases = [case for case in cases if case.input_dtypes[:1] and case.input_dtypes[0] in dtypes]
-        if sleep_before:
-            cases = [dataclasses.replace(case, sleep_before=True) for case in cases]
         cases = cases[shard[0]::shard[1]]
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
@@ -290,8 +289,6 @@ def run_profile(
 
     if trace_dir is not None and not lost:
         cases = read_trace_signatures(trace_dir)
-        if sleep_before:
-            cases = [dataclasses.replace(case, sleep_before=True) for case in cases]
         rows, errors, lost = _profile_cases("exact", cases, timer, env, quick=quick, seed=seed, from_trace=True)
         errors_by_family["exact"] = errors
         _write_rows(rows, out_dir / "exact.parquet")
@@ -431,7 +428,7 @@ def _profile_one(
         reps = QUICK_REPS
     else:
         reps = max(MIN_REPS, min(MAX_REPS, int(TIME_BUDGET_PER_SIGNATURE_MS / max(once_ms, 1e-3))))
-    sleep = sleep_cycles(once_ms) if sleeps_before(case) else 0
+    sleep = sleep_cycles(once_ms) if timer.sleep_before or sleeps_before(case) else 0
     durations = sorted(timer.time_us(replay, reps, sleep))
     row = _signature_columns(case, replay, outputs, from_trace)
     row.update(
