@@ -32,6 +32,7 @@ PHASES = ("forward", "backward", "optimizer")
 GPU_KINDS = ("kernel", "memcpy", "collective")
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from host_phase_factors import emulated_trace  # noqa: E402
+from kernel_attribution import read_events  # noqa: E402
 
 
 def measured_spans(probe: dict) -> dict[str, float]:
@@ -48,9 +49,9 @@ def measured_spans(probe: dict) -> dict[str, float]:
 def profiled_busy(chrome_trace: Path) -> dict[str, float]:
     """Kernel ms per phase of a profiled iteration, each kernel placed by when the host launched it:
     before the first autograd node (forward), before `Optimizer.step` (backward), or after it."""
-    events = json.loads(gzip.open(chrome_trace).read())["traceEvents"]
+    events = read_events(chrome_trace)
     launch_ts = {e["args"]["correlation"]: e["ts"] for e in events
-                 if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
     backward = min(e["ts"] for e in events
                    if e.get("cat") == "cpu_op" and e["name"].startswith("autograd::engine::evaluate_function"))
     optimizer = min(e["ts"] for e in events
@@ -113,11 +114,12 @@ def main() -> None:
             chrome = OP_TIMES / f"{name}.trace.json.gz"
             busy = profiled_busy(chrome) if chrome.is_file() else None
             spans, maya_busy = maya_spans(emulated_trace(name, Path(tmp)).parents[1])
+            for d in (measured, busy, spans, maya_busy):
+                if d is not None:
+                    d["step"] = sum(d.values())
             for phase in (*PHASES, "step"):
-                def total(d):
-                    return sum(d.values()) if phase == "step" else d[phase]
-                m, s, b = total(measured), total(spans), total(maya_busy)
-                pb = f"{total(busy):.2f} | {m - total(busy):.2f}" if busy else "- | -"
+                m, s, b = measured[phase], spans[phase], maya_busy[phase]
+                pb = f"{busy[phase]:.2f} | {m - busy[phase]:.2f}" if busy else "- | -"
                 lines.append(f"| {name} | {phase} | {m:.2f} | {pb} | {s:.2f} | {b:.2f} | {s - b:.2f} |")
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
