@@ -17,6 +17,13 @@ waiting for those launches. Two checks, on the shipped and committed H200 profil
 With `--fit`, also the fit's own split (benchmarks/fit_choices.py, shipped settings) of a convolution
 model trained on those run2 rows alone, once on their profiled times and once on their kernel sums:
 how much more learnable the GPU's own time is (two CatBoost fits, about two minutes on 2 cores).
+
+With `--sleep DIR` (a device call's output, benchmarks/gpu/session19_h200/s19a): the same convolutions
+timed idle and behind a GPU sleep (`maya profile --sleep-before`) on one machine, per band, and how
+learnable each timing is: one model on the sleep-timed grid quarter and draws, scored on the held-out
+seed-1 set timed behind the sleep, against one on the same grid signatures' idle timings
+(conv.parquet) and as many idle draw rows (conv_draws_2.parquet), scored on the same held-out set timed
+idle on that machine (two CatBoost fits, a few minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -89,9 +96,73 @@ def fit_both_targets() -> None:
                             "--profiles", str(out)], check=True)
 
 
+def _sleep_tables(sleep_dir: Path):
+    """The sleep-timed training rows (grid shards and draws) and both held-out timings of `sleep_dir`."""
+    import pyarrow as pa
+
+    train = [p for pattern in ("grid_sleep_*/conv.parquet", "draws/conv_seed*/conv.parquet")
+             for p in sorted(sleep_dir.glob(pattern))]
+    if not train:
+        raise SystemExit(f"no grid_sleep_*/conv.parquet or draws/conv_seed*/conv.parquet under {sleep_dir}")
+    return (pa.concat_tables([pq.read_table(p) for p in train], promote_options="permissive"),
+            pq.read_table(sleep_dir / "heldout_idle" / "conv.parquet"),
+            pq.read_table(sleep_dir / "heldout_sleep" / "conv.parquet"))
+
+
+def _idle_counterpart(sleep_train):
+    """Idle timings of a like training set: the grid rows of `sleep_train`'s signatures from the shipped
+    conv.parquet, and the first rows of conv_draws_2.parquet (other seeds, same generator) up to as many
+    as `sleep_train` has draws."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from maya.estimator.signature import signature_keys
+
+    grid = pq.read_table(DATA / "conv.parquet")
+    grid = grid.filter(pa.array(np.isin(signature_keys(grid), signature_keys(sleep_train))))
+    draws = pq.read_table(DATA / "conv_draws_2.parquet")
+    draws = draws.filter(pc.equal(draws.column("family"), "conv")).slice(0, max(sleep_train.num_rows - grid.num_rows, 0))
+    return pa.concat_tables([grid, draws], promote_options="permissive")
+
+
+def _fit_and_score(train, test) -> dict[str, float]:
+    """A convolution model with the shipped settings fitted on `train`, scored on `test`."""
+    from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
+    from maya.estimator.fit import _regressor, error_metrics, import_catboost
+    from maya.hardware import load_gpu
+
+    catboost = import_catboost()
+    names = list(features_for_family("conv"))
+    model = _regressor(catboost, "conv", iterations=1000, seed=0, thread_count=2,
+                       categorical=[n for n in names if n in CATEGORICAL_FEATURES])
+    gpu = load_gpu("h200")
+    x, x_test = extract_features(train, gpu), extract_features(test, gpu)
+    measured = train.column("duration_us").to_numpy().astype(np.float64)
+    model.fit(x[names].reset_index(drop=True), np.log(measured / target_base_us(x, "conv")))
+    predicted = np.exp(model.predict(x_test[names].reset_index(drop=True))) * target_base_us(x_test, "conv")
+    return error_metrics(predicted, test.column("duration_us").to_numpy().astype(np.float64))
+
+
+def sleep_timing(sleep_dir: Path) -> None:
+    sleep_train, held_idle, held_sleep = _sleep_tables(sleep_dir)
+    print(f"4. Held-out seed-1 convolutions on one machine ({sleep_dir.name}): timed behind a GPU sleep / timed idle "
+          "(bands by the idle timing):")
+    print(repeat(sleep_dir / "heldout_idle" / "conv.parquet", sleep_dir / "heldout_sleep" / "conv.parquet").to_string(), "\n")
+    idle_train = _idle_counterpart(sleep_train)
+    print("5. A convolution model per timing, scored on the held-out set timed the same way (shipped settings):")
+    print("| timing | rows trained on | held-out rows | median abs error | time-weighted error |")
+    print("|---|---:|---:|---:|---:|")
+    for label, train, test in (("behind a GPU sleep", sleep_train, held_sleep), ("idle GPU", idle_train, held_idle)):
+        m = _fit_and_score(train, test)
+        print(f"| {label} | {train.num_rows} | {test.num_rows} | {m['median_ape']:.1%} | {m['time_weighted_error']:.1%} |",
+              flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fit", action="store_true", help="also fit a model on run2's profiled times and on their kernel sums")
+    p.add_argument("--sleep", type=Path, metavar="DIR",
+                   help="also compare idle and sleep-timed convolutions of a device call's output DIR")
     args = p.parse_args()
     pd.set_option("display.float_format", "{:.3f}".format)
     print("1. Profiled time / the sum of its kernels' device time (conv_kernels_h200/run2, seeds 56-65):")
@@ -104,6 +175,8 @@ def main() -> None:
         print(repeat(first, second).to_string(), "\n")
     if args.fit:
         fit_both_targets()
+    if args.sleep:
+        sleep_timing(args.sleep)
 
 
 if __name__ == "__main__":
