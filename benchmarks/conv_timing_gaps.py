@@ -23,7 +23,10 @@ timed idle and behind a GPU sleep (`maya profile --sleep-before`) on one machine
 learnable each timing is: one model on the sleep-timed grid quarter and draws, scored on the held-out
 seed-1 set timed behind the sleep, against one on the same grid signatures' idle timings
 (conv.parquet) and as many idle draw rows (conv_draws_2.parquet), scored on the same held-out set timed
-idle on that machine (two CatBoost fits, a few minutes on 2 cores).
+idle on that machine (two CatBoost fits, a few minutes on 2 cores). With `--sleep-repeat DIR2` too
+(another lease's output, benchmarks/gpu/session19_h200/s19b): whether each timing repeats across
+leases: the held-out set behind the sleep on both leases, and timed idle on `DIR`'s lease against its
+first timing (benchmarks/gpu/heldout_ops_h200, session 3).
 """
 
 from __future__ import annotations
@@ -158,12 +161,23 @@ def sleep_timing(sleep_dir: Path) -> None:
               flush=True)
 
 
+def sleep_repeat(sleep_dir: Path, again_dir: Path) -> None:
+    print(f"6. Held-out seed-1 convolutions behind a GPU sleep, {again_dir.name} / {sleep_dir.name} (two leases):")
+    print(repeat(sleep_dir / "heldout_sleep" / "conv.parquet", again_dir / "heldout_sleep" / "conv.parquet").to_string(), "\n")
+    print(f"7. The same timed idle, {sleep_dir.name} / heldout_ops_h200 (two sessions):")
+    print(repeat(GPU / "heldout_ops_h200" / "conv.parquet", sleep_dir / "heldout_idle" / "conv.parquet").to_string(), "\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--fit", action="store_true", help="also fit a model on run2's profiled times and on their kernel sums")
     p.add_argument("--sleep", type=Path, metavar="DIR",
                    help="also compare idle and sleep-timed convolutions of a device call's output DIR")
+    p.add_argument("--sleep-repeat", type=Path, metavar="DIR2",
+                   help="with --sleep: another lease's output, which timed the held-out set behind the sleep again")
     args = p.parse_args()
+    if args.sleep_repeat and not args.sleep:
+        p.error("--sleep-repeat needs --sleep")
     pd.set_option("display.float_format", "{:.3f}".format)
     print("1. Profiled time / the sum of its kernels' device time (conv_kernels_h200/run2, seeds 56-65):")
     print(kernel_share().to_string(), "\n")
@@ -177,6 +191,8 @@ def main() -> None:
         fit_both_targets()
     if args.sleep:
         sleep_timing(args.sleep)
+    if args.sleep_repeat:
+        sleep_repeat(args.sleep, args.sleep_repeat)
 
 
 if __name__ == "__main__":

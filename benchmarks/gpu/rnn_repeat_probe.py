@@ -27,6 +27,11 @@ of several processes instead of one timing per signature (no GPU needed for this
 
 `--median-out` writes the profile's rows that every process file timed, each with `duration_us` the
 median over all their rounds (the profile's own timing kept as `duration_us_single`).
+`--from-runs` turns whole `maya profile` runs of the same signatures (e.g. `--random-only --seed 1
+--families conv --sleep-before` on two leases) into process files of one round each, matched to the
+profile's rows by signature (no GPU needed):
+    python benchmarks/gpu/rnn_repeat_probe.py --profile benchmarks/gpu/heldout_ops_h200/conv.parquet \
+        --from-runs RUN1/conv.parquet RUN2/conv.parquet --out DIR
 """
 
 from __future__ import annotations
@@ -167,6 +172,36 @@ def clocks() -> str:
         return ""
 
 
+def write_runs_as_processes(profile: Path, runs: list[Path], out_dir: Path) -> None:
+    """Write `out_dir/process{k}.json` for the k-th of `runs` (profile files timing `profile`'s
+    signatures again): one round, each of `profile`'s rows with the run's time of its signature.
+
+    Raises:
+        SystemExit: a run lacks one of the profile's signatures.
+    """
+    import pyarrow.parquet as pq
+
+    from maya.estimator.signature import signature_keys
+
+    table = pq.read_table(profile)
+    keys, recorded = signature_keys(table).tolist(), table.column("duration_us").to_pylist()
+    ops = table.column("op").to_pylist()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for k, run in enumerate(runs, start=1):
+        timed = pq.read_table(run)
+        by_key = dict(zip(signature_keys(timed).tolist(), timed.select(["duration_us", "duration_us_p10",
+                                                                        "duration_us_p90", "reps"]).to_pylist()))
+        missing = sum(key not in by_key for key in keys)
+        if missing:
+            raise SystemExit(f"{run} lacks {missing} of the {len(keys)} signatures of {profile}")
+        env = {c: timed.column(c)[0].as_py() for c in ("gpu_name", "torch_version", "cuda_version", "cudnn_version", "date", "host")
+               if c in timed.column_names}
+        results = [{"round": 0, "row": i, "op": op, "recorded_us": old, "duration_us": by_key[key]["duration_us"],
+                    "p10_us": by_key[key]["duration_us_p10"], "p90_us": by_key[key]["duration_us_p90"],
+                    "reps": by_key[key]["reps"]} for i, (key, op, old) in enumerate(zip(keys, ops, recorded))]
+        (out_dir / f"process{k}.json").write_text(json.dumps({"env": env, "source": str(run), "results": results}, indent=1))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", help="a profile parquet file (e.g. the held-out rnn.parquet)")
@@ -181,7 +216,15 @@ def main() -> None:
     p.add_argument("--summarize", type=Path, metavar="DIR", help="print the spreads of DIR's process*.json and exit")
     p.add_argument("--median-out", type=Path, metavar="FILE",
                    help="with --summarize and --profile: write the rows with their median over DIR's files")
+    p.add_argument("--from-runs", nargs="+", type=Path, metavar="FILE",
+                   help="with --profile and --out DIR: write each profile run's times of the profile's signatures "
+                        "as DIR/process<k>.json")
     args = p.parse_args()
+    if args.from_runs:
+        if not (args.profile and args.out):
+            p.error("--from-runs needs --profile (the rows to match) and --out (a directory)")
+        write_runs_as_processes(Path(args.profile), args.from_runs, Path(args.out))
+        return
     if args.summarize:
         summarize(args.summarize, Path(args.profile) if args.profile else None)
         if args.median_out:
