@@ -14,11 +14,15 @@ the noise floor: the same held-out signatures timed again in another session
 `heldout_ops_h200_repeat_2/`: the other families, 2026-11-30 04:28 UTC), compared with the first
 timing by the same two measures.
 
-RNN rows are the exception (`RETIMED`): the first timing of seed 1 was launch-bound (an idle GPU
-waiting on cuDNN's per-time-step launches), which `maya profile` no longer measures. Their truth is
-the median over three processes that timed them behind a GPU sleep, as the profiler now does
-(`benchmarks/gpu/rnn_heldout_sleep_h200/`), and their noise floor is two of those processes
-(`process1` against `process2`, one lease) instead of two sessions.
+RNN and convolution rows are the exceptions (`RETIMED`), timed again behind a GPU sleep, as
+`maya profile` now times those families. RNN: the first timing of seed 1 was launch-bound (an idle
+GPU waiting on cuDNN's per-time-step launches); their truth is the median over three processes of
+one lease (`benchmarks/gpu/rnn_heldout_sleep_h200/`). Convolutions: timed idle, a 10-100 us
+convolution's time moved with the host between cuDNN's kernel launches, 55-73% of those signatures
+more than 10% apart between two sessions; behind the sleep two leases agree to 0.9%. Their truth is
+the median of those two leases (`benchmarks/gpu/conv_heldout_sleep_h200/`). Each such family's noise
+floor is `process2` against `process1` (one lease for RNN, two for convolutions) instead of two
+sessions.
 """
 
 from __future__ import annotations
@@ -40,10 +44,11 @@ REPEAT = (ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_repeat", ROOT / "bench
 AUTOTUNED = ROOT / "benchmarks" / "gpu" / "heldout_ops_h200_cudnn_benchmark"
 """Seed 1's convolutions again, timed with torch.backends.cudnn.benchmark on (autotuned algorithms)."""
 TRAINING = ROOT / "maya" / "estimator" / "data" / "h200"
-RETIMED = {"rnn": ROOT / "benchmarks" / "gpu" / "rnn_heldout_sleep_h200"}
+RETIMED = {"rnn": ROOT / "benchmarks" / "gpu" / "rnn_heldout_sleep_h200",
+           "conv": ROOT / "benchmarks" / "gpu" / "conv_heldout_sleep_h200"}
 """Family -> directory of `benchmarks/gpu/rnn_repeat_probe.py` process files that timed the held-out
-`<family>.parquet` rows again the way `maya profile` times that family now; their median replaces
-the held-out timing."""
+`<family>.parquet` rows again the way `maya profile` times that family now (behind a GPU sleep);
+their median replaces the held-out timing."""
 
 TARGETS = {"gemm": 0.05, "conv": 0.05, "sdpa": 0.05}
 """Families with a per-op target: median |error| and time-weighted error both at most this."""
@@ -233,7 +238,7 @@ def main() -> int:
             "- Models: the shipped `maya/estimator/data/h200/models`; signatures also in their training data dropped;"
             " no exact table, no in-training calibration factors.\n"
             + "".join(f"- {family}: measured by the median over the process files of `{d.relative_to(ROOT)}/`, timed behind"
-                      " a GPU sleep as `maya profile` now times this family (the held-out timing was launch-bound).\n"
+                      " a GPU sleep as `maya profile` now times this family (its `COMMANDS.md` says why).\n"
                       for family, d in retimed.items())
             + f"- Reproduce: `{reproduce}`\n\n" + text + "\n"
             + ("\n## Per workload\n\nThe signatures of each workload's step (each counted once, not weighted by how"
@@ -245,7 +250,7 @@ def main() -> int:
             + ("\n## Noise floor\n\nThe held-out signatures timed again later ("
                + ", ".join(f"`{d.name}/`" for d in repeats)
                + ", each command in its `command.txt`"
-               + "".join(f"; {family}: `process2` against `process1` of `{d.name}/`, two processes of one lease"
+               + "".join(f"; {family}: `process2` against `process1` of `{d.name}/`"
                          for family, d in retimed.items())
                + "): the difference between two timings of the same op bounds how low any model's error can go.\n\n"
                + floor + "\n" if floor else "")

@@ -61,3 +61,22 @@ def test_estimator_accuracy_takes_retimed_rows_in_place_of_the_held_out_timing(t
     rnn = table.filter(pa.array([f == "rnn" for f in families]))
     assert rnn.column("duration_us").to_pylist() == [7.0, 9.0]
     assert families.count("rnn") == 2 and len(families) == held.num_rows - pq.read_metadata(HELDOUT_RNN).num_rows + 2
+
+
+def test_profile_runs_become_process_files_matched_by_signature(tmp_path):
+    held = pq.read_table(HELDOUT_RNN)
+    again = held.take(pa.array(list(reversed(range(held.num_rows)))))  # another order: matched by signature
+    again = again.set_column(again.schema.get_field_index("duration_us"), "duration_us",
+                             pa.array([2 * t for t in again.column("duration_us").to_pylist()]))
+    pq.write_table(again, tmp_path / "run.parquet")
+    probe.write_runs_as_processes(HELDOUT_RNN, [tmp_path / "run.parquet", HELDOUT_RNN], tmp_path / "out")
+    table = probe.median_table(tmp_path / "out", HELDOUT_RNN, ["process1"])
+    assert table.column("duration_us").to_pylist() == [2 * t for t in held.column("duration_us").to_pylist()]
+    assert probe.median_table(tmp_path / "out", HELDOUT_RNN).column("duration_us").to_pylist() == pytest.approx(
+        [1.5 * t for t in held.column("duration_us").to_pylist()])
+
+
+def test_profile_run_without_a_signature_is_an_error(tmp_path):
+    pq.write_table(pq.read_table(HELDOUT_RNN).slice(1), tmp_path / "short.parquet")
+    with pytest.raises(SystemExit, match="lacks 1 of the 160 signatures"):
+        probe.write_runs_as_processes(HELDOUT_RNN, [tmp_path / "short.parquet"], tmp_path / "out")
