@@ -64,12 +64,15 @@ SLEEP_BEFORE_CYCLES = 1_000_000
 SLEEP_CYCLES_PER_MS = 1_980_000
 """SM clock cycles per millisecond for `torch.cuda._sleep` (an H200 under load runs at 1,980 MHz)."""
 
-SLEEP_FAMILIES = frozenset({"foreach", "rnn"})
+SLEEP_FAMILIES = frozenset({"conv", "foreach", "rnn"})
 """Families always timed behind a GPU sleep, from the grid or from a trace: a foreach op's long
 tensor lists take the host longer to launch than the GPU to run, and a cuDNN RNN launches kernels for
 every time step, so timed on an idle GPU it runs at the host's launch rate (twice its GPU time, and
-23% apart between processes of one machine: benchmarks/gpu/rnn_heldout_sleep_h200/COMMANDS.md).
-Maya models host time apart, so a profile records the GPU's time."""
+23% apart between processes of one machine: benchmarks/gpu/rnn_heldout_sleep_h200/COMMANDS.md). A
+cuDNN convolution does host work between its kernels: timed idle, 55-73% of the 0-100 us held-out
+convolutions were more than 10% apart between two sessions; behind the sleep two leases agree to
+0.9% (benchmarks/gpu/conv_heldout_sleep_h200/COMMANDS.md). Maya models host time apart, so a profile
+records the GPU's time."""
 
 
 def sleeps_before(case: ProfileCase) -> bool:
@@ -229,9 +232,8 @@ def run_profile(
             and `nn.TransformerEncoderLayer` default to 0.1); None: the grids' own (no dropout).
         sleep_before: time every case, from the grids or a trace, behind a GPU sleep, as the
             `SLEEP_FAMILIES` always are: the GPU's time without the gaps in which an idle GPU waits
-            for the host between an op's kernels (a cuDNN convolution of 10-300 us is timed 1.05-1.44x
-            its kernels' time without: benchmarks/results/conv_timing_gaps_h200.md). The rows do not
-            say it: keep such a profile in its own directory.
+            for the host between an op's kernels. The rows do not say it: keep such a profile in its
+            own directory.
 
     Returns:
         `out_dir` as a Path.
@@ -582,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--sleep-before", action="store_true",
-        help="time every case behind a GPU sleep, as RNN and foreach ops always are (the GPU's time without the "
+        help="time every case behind a GPU sleep, as convolutions, RNN and foreach ops always are (the GPU's time without the "
         "host's launch gaps between an op's kernels); the rows do not record it, so use its own --out",
     )
     return parser

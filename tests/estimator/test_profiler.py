@@ -291,7 +291,7 @@ def test_the_gpu_sleep_before_a_launch_bound_op_outlasts_its_launch():
     # keeps the floor.
     from maya.estimator.profiler import SLEEP_BEFORE_CYCLES, SLEEP_CYCLES_PER_MS, SLEEP_FAMILIES, sleep_cycles
 
-    assert "rnn" in SLEEP_FAMILIES and "foreach" in SLEEP_FAMILIES
+    assert {"rnn", "foreach", "conv"} <= SLEEP_FAMILIES
     assert sleep_cycles(20.0) == int(30.0 * SLEEP_CYCLES_PER_MS)
     assert sleep_cycles(0.01) == SLEEP_BEFORE_CYCLES
 
@@ -304,6 +304,7 @@ def test_trace_signatures_of_launch_bound_families_sleep_like_the_grid():
         return ProfileCase(family="exact", op=op, input_shapes=(), input_dtypes=(), input_strides=(), attrs={})
 
     assert sleeps_before(traced("aten::_cudnn_rnn_backward")) and sleeps_before(traced("aten::_foreach_mul_.Scalar"))
+    assert sleeps_before(traced("aten::convolution_backward"))
     assert not sleeps_before(traced("aten::mm"))
     assert all(sleeps_before(case) for case in grid("foreach", quick=True))
 
@@ -392,8 +393,8 @@ def test_pool_draws_are_their_own_family_and_replay():
 
 
 def test_sleep_before_times_every_case_behind_a_gpu_sleep(tmp_path, monkeypatch):
-    # Convolutions are not in SLEEP_FAMILIES: timed on an idle GPU, a cuDNN convolution's host work
-    # between its kernels shows in its time. --sleep-before times every case behind the sleep.
+    # Normalisations are not in SLEEP_FAMILIES: timed on an idle GPU. --sleep-before times every case
+    # behind the sleep.
     from maya.estimator import profiler
 
     sleeps = []
@@ -404,10 +405,10 @@ def test_sleep_before_times_every_case_behind_a_gpu_sleep(tmp_path, monkeypatch)
         return real(self, fn, reps, sleep)
 
     monkeypatch.setattr(profiler._Timer, "time_us", noting)
-    main(["--out", str(tmp_path / "plain"), "--families", "conv", "--quick", "--device", "cpu"])
+    main(["--out", str(tmp_path / "plain"), "--families", "norm", "--quick", "--device", "cpu"])
     assert sleeps and not any(sleeps)
     sleeps.clear()
-    main(["--out", str(tmp_path / "slept"), "--families", "conv", "--quick", "--device", "cpu", "--sleep-before"])
+    main(["--out", str(tmp_path / "slept"), "--families", "norm", "--quick", "--device", "cpu", "--sleep-before"])
     assert sleeps and all(s >= profiler.SLEEP_BEFORE_CYCLES for s in sleeps)
-    plain, slept = (pq.read_table(tmp_path / d / "conv.parquet") for d in ("plain", "slept"))
+    plain, slept = (pq.read_table(tmp_path / d / "norm.parquet") for d in ("plain", "slept"))
     assert slept.num_rows == plain.num_rows and slept.schema.equals(plain.schema)
