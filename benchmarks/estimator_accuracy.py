@@ -208,8 +208,14 @@ def main() -> int:
     p.add_argument("--autotuned", type=Path, default=AUTOTUNED,
                    help="held-out convolutions timed with cudnn.benchmark on (scored separately)")
     p.add_argument("--out", type=Path, default=None, help="also write the table (markdown) here")
+    p.add_argument("--not-retimed", nargs="+", default=[], metavar="FAMILY",
+                   help="score these `RETIMED` families against the held-out set's own first timing instead")
     args = p.parse_args()
-    df = evaluate(args.heldout, args.training, models_dir=args.models)
+    unknown = sorted(set(args.not_retimed) - set(RETIMED))
+    if unknown:
+        p.error(f"--not-retimed: {', '.join(unknown)} not in RETIMED ({', '.join(sorted(RETIMED))})")
+    retimed = {f: d for f, d in default_retimed(args.heldout).items() if f not in args.not_retimed}
+    df = evaluate(args.heldout, args.training, models_dir=args.models, retimed=retimed)
     text, ok = table(df)
     print(text)
     workloads = by_workload(df)
@@ -218,7 +224,6 @@ def main() -> int:
     worst = df.reindex(df.error.abs().sort_values(ascending=False).index).head(10)
     print("\nworst ops:\n" + worst.to_string(index=False))
     repeats = [d for d in args.repeat if d.exists()]
-    retimed = default_retimed(args.heldout)
     floor = noise_floor(args.heldout, repeats, retimed) if repeats else None
     if floor:
         print("\nnoise floor (held-out signatures timed in two sessions):\n" + floor)

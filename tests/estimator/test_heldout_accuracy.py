@@ -56,3 +56,19 @@ def test_per_workload_table_only_for_sets_made_from_training_steps():
                                                  "| resnet50_bf16_channels_last", "| unet_ddpm_bf16"]
     assert accuracy.by_workload(cnn[cnn.family != "conv"]).count("| - | -") == 4
     assert accuracy.by_workload(accuracy.evaluate(accuracy.HELDOUT, accuracy.TRAINING)) is None
+
+
+def test_not_retimed_names_only_retimed_families(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["estimator_accuracy.py", "--not-retimed", "gemm"])
+    with pytest.raises(SystemExit) as exit_info:
+        accuracy.main()
+    assert exit_info.value.code == 2
+    assert "--not-retimed: gemm not in RETIMED (conv, rnn)" in capsys.readouterr().err
+
+
+def test_convolutions_scored_against_their_sleep_timed_median_unless_told_not_to():
+    heldout = accuracy.retime(accuracy._read(accuracy.HELDOUT), accuracy.HELDOUT, accuracy.RETIMED)
+    first = accuracy._read(accuracy.HELDOUT)
+    conv = [t for f, t in zip(heldout.column("family").to_pylist(), heldout.column("duration_us").to_pylist()) if f == "conv"]
+    conv_first = [t for f, t in zip(first.column("family").to_pylist(), first.column("duration_us").to_pylist()) if f == "conv"]
+    assert len(conv) == len(conv_first) == 888 and conv != conv_first
