@@ -23,7 +23,9 @@ timed idle and behind a GPU sleep (`maya profile --sleep-before`) on one machine
 learnable each timing is: one model on the sleep-timed grid quarter and draws, scored on the held-out
 seed-1 set timed behind the sleep, against one on the same grid signatures' idle timings
 (conv.parquet) and as many idle draw rows (conv_draws_2.parquet), scored on the same held-out set timed
-idle on that machine (two CatBoost fits, a few minutes on 2 cores). With `--sleep-repeat DIR2` too
+idle on that machine (two CatBoost fits, a few minutes on 2 cores). The idle rows are older sessions'
+and the sleep-timed rows that machine's, so the idle timing's session-to-session noise is part of the
+idle model's error: the noise the sleep removes. With `--sleep-repeat DIR2` too
 (another lease's output, benchmarks/gpu/session19_h200/s19b): whether each timing repeats across
 leases: the held-out set behind the sleep on both leases, and timed idle on `DIR`'s lease against its
 first timing (benchmarks/gpu/heldout_ops_h200, session 3).
