@@ -16,6 +16,7 @@ import json
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from maya.emulator.attrs import CUDNN_BENCHMARK
 from maya.estimator.families import CONV, ELEMENTWISE, GEMM, OP_FAMILIES, RNN, SDPA, SDPA_ARGS, families_of  # noqa: F401 (re-export)
@@ -25,9 +26,10 @@ from maya.hardware import GpuSpec
 
 FEATURE_COLUMNS = (
     "op", "input_shapes", "input_dtypes", "input_strides", "output_shapes", "output_dtypes",
-    "output_strides", "attrs", "flops", "bytes", "allow_tf32",
+    "output_strides", "attrs", "flops", "bytes", "allow_tf32", "sleep_before",
 )
-"""Trace/profile columns that features are computed from (`allow_tf32` is optional)."""
+"""Trace/profile columns that features are computed from (`allow_tf32` and the profiles'
+`sleep_before` are optional)."""
 
 CATEGORICAL_FEATURES = ("op", "dtype", "out_dtype", "layout")
 """Features CatBoost treats as categories."""
@@ -54,11 +56,16 @@ CONV_FEATURES = (
     "log2_batch", "log2_c_in", "log2_c_out", "log2_spatial_in", "log2_spatial_out", "kernel_numel",
     "stride_prod", "dilation_prod", "log2_groups", "transposed", "channels_last", "conv_dims",
     "is_backward", "output_mask", "log2_gemm_m", "log2_gemm_n", "log2_gemm_k", "align_c_in", "align_c_out",
-    "align_h_in", "log2_h_in", "depthwise", "cudnn_benchmark",
+    "align_h_in", "log2_h_in", "depthwise", "cudnn_benchmark", "timed_idle",
 )
 """Convolution parameters, and the implicit GEMM cuDNN runs (M = N*Ho*Wo, N = Cout/groups,
 K = Cin/groups*kernel) with the power-of-two alignment of its channel and spatial sizes; whether
-cuDNN autotuned the algorithm (`torch.backends.cudnn.benchmark`) or its heuristics chose it."""
+cuDNN autotuned the algorithm (`torch.backends.cudnn.benchmark`) or its heuristics chose it; and
+`timed_idle`: 1 for a profile row timed on an idle GPU (`sleep_before` false: every convolution
+profile before session 19), 0 otherwise. A trace row has no such column and gets 0: it is estimated
+as `maya profile` now times convolutions, behind a GPU sleep, as in a step whose host runs ahead.
+With it, the fit's held-out sleep-timed rows went 11.7% / 22.1% -> 9.7% / 22.0% (median /
+time-weighted) and the idle ones 13.7% / 23.5% -> 13.9% / 23.5% (benchmarks/results/fit_choices_h200.md)."""
 SDPA_FEATURES = (
     "log2_batch", "heads_q", "heads_kv", "log2_seq_q", "log2_seq_k", "head_dim", "causal", "gqa_ratio",
     "has_mask", "dropout", "is_backward",
@@ -254,6 +261,10 @@ def extract_features(
     else:
         tf32 = np.full(rows, allow_tf32)
     peak = peak_flops_per_s(gpu, f["dtype"], family, allow_tf32=tf32)
+    if "sleep_before" in table.column_names:  # false only where a profile says the GPU was idle
+        f["timed_idle"] = np.asarray(pc.equal(table.column("sleep_before"), False).fill_null(False), dtype=np.float64)
+    else:
+        f["timed_idle"] = np.zeros(rows)
     f["log2_peak_tflops"] = np.log2(peak / 1e12)
     f["log2_memory_bandwidth_GBps"] = np.full(rows, np.log2(gpu.memory_bandwidth_bytes_per_s / 1e9))
     f["log2_roofline_us"] = np.log2(roofline_duration_us(flops, bytes_, peak, gpu.memory_bandwidth_bytes_per_s))

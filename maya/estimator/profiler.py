@@ -115,6 +115,9 @@ PROFILE_SCHEMA = pa.schema(
         pa.field("duration_us_p90", pa.float64()),
         pa.field("reps", pa.int32()),  # timed repetitions
         pa.field("allow_tf32", pa.bool_()),  # TF32 allowed for fp32 matmul and cuDNN while timing
+        # Timed behind a GPU sleep (`sleeps_before`, --sleep-before); null in files written before the
+        # column existed (the shipped convolution files say it explicitly: features.timed_idle).
+        pa.field("sleep_before", pa.bool_()),
         pa.field("gpu_name", pa.string()),
         pa.field("torch_version", pa.string()),
         pa.field("cuda_version", pa.string()),
@@ -232,8 +235,7 @@ def run_profile(
             and `nn.TransformerEncoderLayer` default to 0.1); None: the grids' own (no dropout).
         sleep_before: time every case, from the grids or a trace, behind a GPU sleep, as the
             `SLEEP_FAMILIES` always are: the GPU's time without the gaps in which an idle GPU waits
-            for the host between an op's kernels. The rows do not say it: keep such a profile in its
-            own directory.
+            for the host between an op's kernels. Each row records whether it was (`sleep_before`).
 
     Returns:
         `out_dir` as a Path.
@@ -440,6 +442,7 @@ def _profile_one(
         duration_us_p90=_percentile(durations, 0.90),
         reps=reps,
         allow_tf32=case.allow_tf32,
+        sleep_before=bool(sleep) and timer.can_sleep,
         **env,
     )
     return row
@@ -585,7 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--sleep-before", action="store_true",
         help="time every case behind a GPU sleep, as convolutions, RNN and foreach ops always are (the GPU's time without the "
-        "host's launch gaps between an op's kernels); the rows do not record it, so use its own --out",
+        "host's launch gaps between an op's kernels); each row records it (sleep_before)",
     )
     return parser
 

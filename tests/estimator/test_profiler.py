@@ -20,7 +20,7 @@ from maya.trace import TRACE_SCHEMA, write_meta, write_rank_trace
 TRACE_COLUMNS = ["op", "input_shapes", "input_dtypes", "input_strides", "output_shapes", "output_dtypes",
                  "output_strides", "attrs", "flops", "bytes"]  # fmt: skip
 MEASUREMENT_COLUMNS = ["family", "duration_us", "duration_us_p10", "duration_us_p90", "reps", "allow_tf32",
-                       "gpu_name", "torch_version", "cuda_version", "cudnn_version", "date", "host"]  # fmt: skip
+                       "sleep_before", "gpu_name", "torch_version", "cuda_version", "cudnn_version", "date", "host"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -411,4 +411,6 @@ def test_sleep_before_times_every_case_behind_a_gpu_sleep(tmp_path, monkeypatch)
     main(["--out", str(tmp_path / "slept"), "--families", "norm", "--quick", "--device", "cpu", "--sleep-before"])
     assert sleeps and all(s >= profiler.SLEEP_BEFORE_CYCLES for s in sleeps)
     plain, slept = (pq.read_table(tmp_path / d / "norm.parquet") for d in ("plain", "slept"))
+    # A CPU cannot sleep: the rows say no sleep was queued (on a GPU, `--sleep-before` rows say true).
+    assert not any(slept.column("sleep_before").to_pylist()) and slept.column("sleep_before").null_count == 0
     assert slept.num_rows == plain.num_rows and slept.schema.equals(plain.schema)
