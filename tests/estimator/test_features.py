@@ -36,19 +36,23 @@ def test_leading_dimension_alignment_in_bytes():
     assert 2 ** aligned["log2_m"] == pytest.approx(100) and 2 ** aligned["log2_k"] == pytest.approx(64)
 
 
+def _conv_row(**attrs_extra) -> dict:
+    """A bf16 3x3 convolution's trace row (8 x 64 x 32 x 32 in, 128 out), with extra top-level attrs keys."""
+    args = [{"$t": 0}, {"$t": 1}, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1]
+    return {
+        "op": "aten::convolution", "input_shapes": [[8, 64, 32, 32], [128, 64, 3, 3]],
+        "input_dtypes": ["bfloat16"] * 2, "input_strides": [[65536, 1024, 32, 1], [576, 9, 3, 1]],
+        "output_shapes": [[8, 128, 32, 32]], "output_dtypes": ["bfloat16"], "output_strides": [[131072, 1024, 32, 1]],
+        "flops": 2.0 * 8 * 128 * 1024 * 576, "bytes": 1, "attrs": json.dumps({"args": args, "kwargs": {}, **attrs_extra}),
+    }  # fmt: skip
+
+
 def test_convolution_rows_read_the_cudnn_benchmark_flag():
     # The same convolution signature with and without the attrs key the emulator writes under
     # torch.backends.cudnn.benchmark: only the feature differs.
     from maya.emulator.attrs import CUDNN_BENCHMARK
 
-    args = [{"$t": 0}, {"$t": 1}, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1]
-    row = {
-        "op": "aten::convolution", "input_shapes": [[8, 64, 32, 32], [128, 64, 3, 3]],
-        "input_dtypes": ["bfloat16"] * 2, "input_strides": [[65536, 1024, 32, 1], [576, 9, 3, 1]],
-        "output_shapes": [[8, 128, 32, 32]], "output_dtypes": ["bfloat16"], "output_strides": [[131072, 1024, 32, 1]],
-        "flops": 2.0 * 8 * 128 * 1024 * 576, "bytes": 1,
-    }  # fmt: skip
-    rows = [{**row, "attrs": json.dumps({"args": args, "kwargs": {}, **extra})} for extra in ({}, {CUDNN_BENCHMARK: True})]
+    rows = [_conv_row(), _conv_row(**{CUDNN_BENCHMARK: True})]
     f = extract_features(pa.Table.from_pylist(rows), load_gpu("h200"))
     assert list(f["cudnn_benchmark"]) == [0.0, 1.0]
     assert f.iloc[0]["log2_gemm_k"] == f.iloc[1]["log2_gemm_k"] == pytest.approx(9.169925)  # log2(64 * 9)
@@ -57,13 +61,7 @@ def test_convolution_rows_read_the_cudnn_benchmark_flag():
 def test_convolution_rows_timed_on_an_idle_gpu_are_told_apart():
     # Profile rows say whether they were timed behind a GPU sleep; only an explicit false is "idle".
     # Trace rows (no such column) and rows of files written before the column (null) count as not idle.
-    args = [{"$t": 0}, {"$t": 1}, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1]
-    row = {
-        "op": "aten::convolution", "input_shapes": [[8, 64, 32, 32], [128, 64, 3, 3]],
-        "input_dtypes": ["bfloat16"] * 2, "input_strides": [[65536, 1024, 32, 1], [576, 9, 3, 1]],
-        "output_shapes": [[8, 128, 32, 32]], "output_dtypes": ["bfloat16"], "output_strides": [[131072, 1024, 32, 1]],
-        "flops": 2.0 * 8 * 128 * 1024 * 576, "bytes": 1, "attrs": json.dumps({"args": args, "kwargs": {}}),
-    }  # fmt: skip
+    row = _conv_row()
     gpu = load_gpu("h200")
     profiled = pa.Table.from_pylist([{**row, "sleep_before": flag} for flag in (False, True, None)])
     assert list(extract_features(profiled, gpu)["timed_idle"]) == [1.0, 0.0, 0.0]
