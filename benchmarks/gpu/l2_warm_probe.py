@@ -5,12 +5,13 @@ after an L2 flush, the way `maya profile` times every op.
 
 In a training step most ops read what the op before them wrote; the profiles flush the L2 cache
 before every timed run (cold inputs), so a memory-bound op whose input fits in L2 may run faster in
-training than profiled (`python benchmarks/calibrate.py --pairs elementwise`: in-training time over
-estimate 0.40-0.63 for some `pow`, 0.75-0.78 for ResNet's ReLU). For each op and input size this
-times, with CUDA events around the op alone, (a) cold: the L2 flushed, then the op; (b) warm: the L2
-flushed, a copy that writes the op's input, then the op. The ratio warm / cold against the input's
-size and the GPU's L2 size is what a residency-aware estimate would need (the trace would also have to
-say which op wrote each input). `--device cpu` runs the same loops untimed by events (a smoke test).
+training than profiled (`python benchmarks/calibrate.py --pairs elementwise` lists each elementwise
+op's in-training time over its estimate). For each op and input size this times, with `maya
+profile`'s timer (`profiler._Timer`: CUDA events around the op alone), (a) cold: the L2 flushed, then
+the op; (b) warm: the L2 flushed, a copy that writes the op's input, then the op. The ratio warm /
+cold against the input's size and the GPU's L2 size is what a residency-aware estimate would need
+(the trace would also have to say which op wrote each input). `--device cpu` runs the same loops
+timed by the wall clock (a smoke test).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 from pathlib import Path
 
 import torch
@@ -26,8 +26,6 @@ import torch.nn.functional as F
 
 SIZES_MB = (1, 4, 16, 32, 48, 64, 96, 128, 256)
 """Input sizes (MiB) per op: around an H200's 60 MiB of L2."""
-
-FLUSH_BYTES = 512 * 2**20
 
 
 def _elementwise(name: str, mb: int, device: str):
@@ -64,31 +62,12 @@ def cases(device: str, sizes_mb=SIZES_MB):
         yield "conv3x3_bf16_channels_last", mb, x, fn
 
 
-def time_op(x: torch.Tensor, fn, warm: bool, reps: int, flush: torch.Tensor | None) -> float:
-    """Median microseconds of `fn` over `reps` runs, each after an L2 flush and, when `warm`, a copy
-    that writes `x` (from a source the flush left cold too)."""
+def time_op(x: torch.Tensor, fn, warm: bool, reps: int, timer) -> float:
+    """Median microseconds of `fn` over `reps` runs of `timer` (`profiler._Timer`: each run after an
+    L2 flush) and, when `warm`, after a copy that writes `x` (from a source the flush left cold too)."""
     source = torch.empty_like(x)
     fn()  # warm-up: cuDNN's and the caching allocator's first-call work
-    if flush is None:  # CPU smoke test
-        times = []
-        for _ in range(reps):
-            if warm:
-                x.copy_(source)
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1e6)
-        return statistics.median(times)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for start, end in zip(starts, ends):
-        flush.zero_()
-        if warm:
-            x.copy_(source)
-        start.record()
-        fn()
-        end.record()
-    ends[-1].synchronize()
-    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
+    return statistics.median(timer.time_us(fn, reps, before=(lambda: x.copy_(source)) if warm else None))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -98,14 +77,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", default="cuda")
     p.add_argument("--sizes", default=",".join(map(str, SIZES_MB)), help="comma-separated input sizes, MiB")
     args = p.parse_args(argv)
+    from maya.estimator.profiler import _Timer
+
     cuda = args.device == "cuda"
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=args.device) if cuda else None
+    timer = _Timer(torch.device(args.device))
     env = {"device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,
            "cuda": torch.version.cuda, "l2_bytes": torch.cuda.get_device_properties(0).L2_cache_size if cuda else None}
     rows = []
     for name, mb, x, fn in cases(args.device, [int(v) for v in args.sizes.split(",")]):
-        cold = time_op(x, fn, warm=False, reps=args.reps, flush=flush)
-        warm = time_op(x, fn, warm=True, reps=args.reps, flush=flush)
+        cold = time_op(x, fn, warm=False, reps=args.reps, timer=timer)
+        warm = time_op(x, fn, warm=True, reps=args.reps, timer=timer)
         rows.append({"op": name, "input_mib": mb, "cold_us": cold, "warm_us": warm, "warm_over_cold": warm / cold})
         print(f"{name:28s} {mb:4d} MiB  cold {cold:9.1f} us  warm {warm:9.1f} us  warm/cold {warm / cold:.3f}", flush=True)
         del x, fn

@@ -159,12 +159,16 @@ class _Timer:
         self.synchronize()
         return (time.perf_counter() - start) * 1e3
 
-    def time_us(self, fn: Callable[[], Any], reps: int, sleep: int = 0) -> list[float]:
-        """Durations of `reps` runs, in microseconds, each after an L2 flush (and `sleep` GPU clock
-        cycles of sleep, which hide the host's launch of the run behind them)."""
+    def time_us(
+        self, fn: Callable[[], Any], reps: int, sleep: int = 0, before: Callable[[], Any] | None = None
+    ) -> list[float]:
+        """Durations of `reps` runs, in microseconds, each after an L2 flush (then `before`, untimed,
+        and `sleep` GPU clock cycles of sleep, which hide the host's launch of the run behind them)."""
         if not self.is_cuda:
             durations = []
             for _ in range(reps):
+                if before is not None:
+                    before()
                 start = time.perf_counter()
                 fn()
                 durations.append((time.perf_counter() - start) * 1e6)
@@ -174,6 +178,8 @@ class _Timer:
         for start, end in zip(starts, ends):
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
+            if before is not None:
+                before()
             if sleep and self.can_sleep:
                 torch.cuda._sleep(sleep)
             start.record()

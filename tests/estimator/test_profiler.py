@@ -414,3 +414,11 @@ def test_sleep_before_times_every_case_behind_a_gpu_sleep(tmp_path, monkeypatch)
     # A CPU cannot sleep: the rows say no sleep was queued (on a GPU, `--sleep-before` rows say true).
     assert not any(slept.column("sleep_before").to_pylist()) and slept.column("sleep_before").null_count == 0
     assert slept.num_rows == plain.num_rows and slept.schema.equals(plain.schema)
+
+
+def test_timer_runs_the_untimed_step_before_every_timed_run():
+    from maya.estimator.profiler import _Timer
+
+    calls = []
+    durations = _Timer(torch.device("cpu")).time_us(lambda: calls.append("op"), 3, before=lambda: calls.append("before"))
+    assert calls == ["before", "op"] * 3 and len(durations) == 3
