@@ -31,6 +31,7 @@ from maya.estimator.features import (
     features_for_family,
 )
 from maya.estimator.fit import error_metrics, holdout_mask, import_catboost
+from maya.estimator.fit_report import from_target, to_target
 from maya.estimator.signature import signature_keys
 from maya.hardware import load_gpu
 
@@ -101,11 +102,11 @@ def main():
     for label, cols, target in (("shipped", names, "roofline"), ("+gemm feature", names + ["log2_gemm_pred_us"], "roofline"),
                                 ("+gemm feature, target vs gemm", names + ["log2_gemm_pred_us"], "gemm")):
         base = roofline_us if target == "roofline" else np.exp2(features["log2_gemm_pred_us"].to_numpy())
-        y = np.log(measured / base)
+        y = to_target(measured, base)
         model = fit_choices.settings(catboost, "conv", "shipped", categorical)
         t0 = time.time()
         model.fit(features[cols][~held], y[~held])
-        pred = np.exp(model.predict(features[cols][held])) * base[held]
+        pred = from_target(model.predict(features[cols][held]), base[held])
         m = error_metrics(pred, measured[held])
         print(f"| {label} | {m['median_ape']:.1%} | {m['time_weighted_error']:.1%} | {time.time()-t0:.0f} s", flush=True)
 

@@ -134,6 +134,7 @@ def _fit_and_score(train, test) -> dict[str, float]:
     """A convolution model with the shipped settings fitted on `train`, scored on `test`."""
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
     from maya.estimator.fit import _regressor, error_metrics, import_catboost
+    from maya.estimator.fit_report import from_target, to_target
     from maya.hardware import load_gpu
 
     catboost = import_catboost()
@@ -142,9 +143,8 @@ def _fit_and_score(train, test) -> dict[str, float]:
                        categorical=[n for n in names if n in CATEGORICAL_FEATURES])
     gpu = load_gpu("h200")
     x, x_test = extract_features(train, gpu), extract_features(test, gpu)
-    measured = train.column("duration_us").to_numpy().astype(np.float64)
-    model.fit(x[names].reset_index(drop=True), np.log(measured / target_base_us(x, "conv")))
-    predicted = np.exp(model.predict(x_test[names].reset_index(drop=True))) * target_base_us(x_test, "conv")
+    model.fit(x[names].reset_index(drop=True), to_target(train.column("duration_us"), target_base_us(x, "conv")))
+    predicted = from_target(model.predict(x_test[names].reset_index(drop=True)), target_base_us(x_test, "conv"))
     return error_metrics(predicted, test.column("duration_us").to_numpy().astype(np.float64))
 
 

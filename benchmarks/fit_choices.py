@@ -149,6 +149,7 @@ def main() -> None:
     args = p.parse_args()
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
     from maya.estimator.fit import holdout_mask, import_catboost
+    from maya.estimator.fit_report import from_target, to_target
     from maya.estimator.signature import signature_keys
     from maya.hardware import load_gpu
 
@@ -175,7 +176,7 @@ def main() -> None:
     if args.by_file and args.family == "conv":
         source_file = np.where(_conv_grid_layer(features), source_file + " (grid CNN layers)", source_file)
     base_us = target_base_us(features, args.family)  # what each model predicts time relative to
-    y = np.log(measured / base_us)
+    y = to_target(measured, base_us)
     held_keys = keys[~is_new][holdout_mask(keys[~is_new], 0.2, 0)]
     if args.score_new and is_new.any():
         held_keys = np.concatenate([held_keys, keys[is_new][holdout_mask(keys[is_new], 0.2, 0)]])
@@ -205,13 +206,13 @@ def main() -> None:
             power = WEIGHT_POWER.get(name)
             weight = None if power is None else measured[train] ** power / np.mean(measured[train] ** power)
             model.fit(x[train], y[train], sample_weight=weight)
-            predicted = np.exp(model.predict(x[test])) * base_us[test]
+            predicted = from_target(model.predict(x[test]), base_us[test])
             small = measured[test] < 10
             relative = (predicted[small] - measured[test][small]) / measured[test][small]
             signed = f"{np.median(relative):+.1%}" if small.any() else "no such ops"
             _print_row(f"{label} ({int(train.sum())})", name, predicted, measured[test], signed)
             if test_new.any():
-                new_predicted = np.exp(model.predict(x[test_new])) * base_us[test_new]
+                new_predicted = from_target(model.predict(x[test_new]), base_us[test_new])
                 _print_row(f"{label} ({int(train.sum())}), held-out new rows ({int(test_new.sum())})", name,
                            new_predicted, measured[test_new])
             if args.cliffs:

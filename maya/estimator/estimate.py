@@ -30,6 +30,7 @@ from maya.estimator.exact_table import ExactTable
 from maya.estimator.features import (
     FAMILY_FEATURE_NAMES, FEATURE_COLUMNS, extract_features, features_for_family, target_base_us,
 )
+from maya.estimator.fit_report import from_target
 from maya.estimator.model_set import ModelSet, load_model_set, resolve_models_dir
 from maya.estimator.roofline import KERNEL_LATENCY_US, compute_bound, peak_flops_per_s, roofline_duration_us
 from maya.estimator.signature import signature_keys
@@ -203,7 +204,7 @@ def _estimate_unique(
         rows = np.flatnonzero((family == name) & np.isnan(duration_us))
         if len(rows):
             x = features.iloc[rows][_model_features(model, name)]
-            duration_us[rows] = np.exp(model.predict(x)) * base_us[rows]  # fit_report.TARGET
+            duration_us[rows] = from_target(model.predict(x), base_us[rows])
             source[rows] = EstimateSource.CATBOOST.value
 
     flops = np.asarray(table.column("flops").fill_null(0), dtype=np.float64)

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from maya.estimator.exact_table import EXACT_FILE, ExactTable
 from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
-from maya.estimator.fit_report import REPORT_FILE, FamilyFit, FitReport
+from maya.estimator.fit_report import REPORT_FILE, FamilyFit, FitReport, from_target, to_target
 from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
 from maya.estimator.signature import _mix, signature_keys
 from maya.hardware import GpuSpec, load_gpu
@@ -257,7 +257,7 @@ def fit_models(
         categorical = [name for name in names if name in CATEGORICAL_FEATURES]
         x = features.iloc[rows][names].reset_index(drop=True)
         base_us = base[rows]
-        y = np.log(measured[rows] / base_us)  # fit_report.TARGET
+        y = to_target(measured[rows], base_us)
         held = holdout_mask(keys[rows], holdout_fraction, seed)
         metrics: dict[str, float | None] = dict.fromkeys(("mape", "median_ape", "time_weighted_error"))
         roofline_error = None
@@ -265,7 +265,7 @@ def fit_models(
             model = _regressor(catboost, family, iterations=iterations, seed=seed, thread_count=thread_count,
                                categorical=categorical)
             model.fit(x[~held], y[~held])
-            predicted = np.exp(model.predict(x[held])) * base_us[held]
+            predicted = from_target(model.predict(x[held]), base_us[held])
             metrics = error_metrics(predicted, measured[rows][held])
             peak = peak_flops_per_s(spec, features["dtype"].to_numpy()[rows][held], families[rows][held])
             roofline = roofline_duration_us(flops[rows][held], bytes_[rows][held], peak,

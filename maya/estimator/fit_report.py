@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 REPORT_FILE = "fit_report.json"
 """File name of the report inside a models directory."""
 
@@ -22,6 +24,16 @@ steps run one after another, their cells (steps x layers x directions) in micros
 cannot extrapolate beyond the sizes they were trained on; a ratio to such a base stays bounded, so a
 3-billion-parameter optimizer step is predicted from the achieved bandwidth of smaller ones instead
 of saturating at the largest time seen."""
+
+
+def to_target(duration_us, base_us):
+    """Measured times as the models learn them (`TARGET`)."""
+    return np.log(np.asarray(duration_us, dtype=np.float64) / base_us)
+
+
+def from_target(prediction, base_us):
+    """A model's predictions (`TARGET`) as times in microseconds."""
+    return np.exp(np.asarray(prediction, dtype=np.float64)) * base_us
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
