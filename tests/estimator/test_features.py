@@ -69,3 +69,31 @@ def test_convolution_rows_timed_on_an_idle_gpu_are_told_apart():
     from maya.estimator.features import features_for_family
 
     assert "timed_idle" in features_for_family("conv") and "timed_idle" not in features_for_family("gemm")
+
+
+def _elementwise_row(shapes: list, strides: list, out_strides: list) -> dict:
+    """A bf16 aten::threshold_backward (grad, self) -> grad_input trace row."""
+    out = shapes[0]
+    return {
+        "op": "aten::threshold_backward", "input_shapes": shapes, "input_dtypes": ["bfloat16"] * len(shapes),
+        "input_strides": strides, "output_shapes": [out], "output_dtypes": ["bfloat16"],
+        "output_strides": [out_strides], "flops": 0.0, "bytes": 6.0 * 64 * 256 * 56 * 56, "attrs": json.dumps({}),
+    }  # fmt: skip
+
+
+def test_dense_elementwise_ops_get_the_shape_features_of_their_size():
+    nchw, nchw_strides = [64, 256, 56, 56], [802816, 3136, 56, 1]
+    nhwc_strides = [802816, 1, 14336, 256]  # channels-last
+    rows = [
+        _elementwise_row([nchw, nchw], [nchw_strides, nchw_strides], nchw_strides),
+        _elementwise_row([nchw, nchw], [nhwc_strides, nhwc_strides], nhwc_strides),
+        _elementwise_row([[200704, 256]] * 2, [[256, 1]] * 2, [256, 1]),
+        # Mixed layouts (a contiguous grad, a channels-last input): not one flat loop, shapes kept.
+        _elementwise_row([nchw, nchw], [nchw_strides, nhwc_strides], nchw_strides),
+    ]
+    f = extract_features(pa.Table.from_pylist(rows), load_gpu("h200"))
+    shape = ["in0_rank", "log2_in0_d0", "log2_in0_d1", "log2_in0_d2", "log2_in0_d3", "log2_out0_d2", "log2_out0_d3",
+             "layout", "contiguous"]
+    flat = [1.0, 0.0, 0.0, 0.0, pytest.approx(25.6147098), 0.0, pytest.approx(25.6147098), "cc->c", 1.0]
+    assert list(f.iloc[0][shape]) == list(f.iloc[1][shape]) == list(f.iloc[2][shape]) == flat  # log2(64*256*56*56)
+    assert list(f.iloc[3][["in0_rank", "log2_in0_d1", "contiguous"]]) == [4.0, 8.0, 0.0]
