@@ -106,15 +106,18 @@ def grid(family: str, *, quick: bool = False, seed: int = 0, part: str = "all") 
         family: one of `FAMILIES`.
         quick: a few tiny cases instead of the full grid.
         seed: seeds the random draws.
-        part: "all" (the fixed grid, then `RANDOM_DRAWS[family]` random draws), "fixed" or "random".
+        part: "all" (the fixed grid, then `RANDOM_DRAWS[family]` random draws), "fixed", "random", or
+            "cnn": only the fixed grid's CNN-layout cases (`_CNN_LAYOUT_GRIDS`; none for other families).
 
     Returns:
         The cases, in the order they will be timed.
     """
     if family not in _GRIDS:
         raise ValueError(f"unknown op family {family!r}; known: {', '.join(FAMILIES)}")
-    if part not in ("all", "fixed", "random"):
-        raise ValueError(f"part must be 'all', 'fixed' or 'random', not {part!r}")
+    if part not in ("all", "fixed", "random", "cnn"):
+        raise ValueError(f"part must be 'all', 'fixed', 'random' or 'cnn', not {part!r}")
+    if part == "cnn":
+        return list(_CNN_LAYOUT_GRIDS[family]()) if family in _CNN_LAYOUT_GRIDS and not quick else []
     rng = random.Random(seed)
     cases = list(_GRIDS[family](quick, rng)) if part != "random" else []
     if part != "fixed" and not quick:
@@ -563,6 +566,7 @@ def _reduction(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
             for tokens in (2048, 8192, 16384, 32768):
                 for width in (768, 1024, 1536, 2048, 2304, 3072, 4096, 4608, 6144, 8192):
                     yield make_case("reduction", "aten::sum.dim_IntList", [_spec((tokens, width), dtype), [0], True])
+        yield from _cnn_layout_reductions()
 
 
 def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
@@ -581,6 +585,7 @@ def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 yield make_case("copy", "aten::clone", [_transposed(shape, dtype)], contiguous)
     if not quick:
         yield from _concat_cases()
+        yield from _cnn_layout_copies()
 
 
 def _concat_cases() -> Iterator[ProfileCase]:
@@ -600,6 +605,58 @@ def _concat_cases() -> Iterator[ProfileCase]:
         for rows, width, parts in ((4096, 1024, 2), (16384, 768, 3), (8192, 4096, 2), (4096, 128, 27)):
             for dim in (0, 1):
                 yield make_case("copy", "aten::cat", [[_spec((rows, width), dtype) for _ in range(parts)], dim])
+
+
+CNN_ACTIVATIONS = (
+    (64, 3, 224, 224), (96, 3, 160, 160), (64, 64, 112, 112), (64, 256, 56, 56), (96, 256, 40, 40),
+    (64, 512, 28, 28), (96, 512, 20, 20), (64, 1024, 14, 14), (64, 2048, 7, 7), (96, 2048, 5, 5),
+    (32, 128, 64, 64), (16, 320, 32, 32),
+)
+"""[N, C, H, W] activations of the CNN-layout cases: ResNet-50's input images and stage outputs at 224
+and 160 px (the calibration workloads' batch sizes, 64 and 96) and two U-Net-like feature maps."""
+
+CNN_WEIGHTS = ((64, 3, 7, 7), (64, 64, 3, 3), (256, 64, 1, 1), (128, 128, 3, 3), (1024, 256, 1, 1),
+               (512, 512, 3, 3), (2048, 512, 1, 1), (512, 2048, 1, 1))
+"""[Cout, Cin, kH, kW] convolution weights (ResNet-50's), which autocast casts to bf16 every step."""
+
+
+def _cnn_layout_copies() -> Iterator[ProfileCase]:
+    """Copies of 4-D tensors in both memory formats: the copy grid's other tensors have one or two
+    dims (and attention's four), so a CNN's were estimated from shapes no profile had (the ResNet-50
+    calibration workloads' traces hold autocast's weight casts and the input's layout conversion)."""
+    for shape in CNN_WEIGHTS:
+        for channels_last in (False, True):
+            yield make_case("copy", "aten::_to_copy", [_image(shape, "float32", channels_last)], {"dtype": torch.bfloat16})
+    for dtype in ("bfloat16", "float32"):
+        for shape in CNN_ACTIVATIONS:
+            for channels_last in (False, True):
+                yield from _cnn_copy_cases(shape, dtype, channels_last)
+
+
+def _cnn_copy_cases(shape: Sequence[int], dtype: str, channels_last: bool) -> Iterator[ProfileCase]:
+    """A cast that keeps the layout (`x.to(other dtype)`), and the conversions to the other memory
+    format as a script writes them: `x.to(memory_format=...)` and `x.contiguous(memory_format=...)`."""
+    x = _image(shape, dtype, channels_last)
+    yield make_case("copy", "aten::_to_copy", [x], {"dtype": torch.float32 if dtype == "bfloat16" else torch.bfloat16})
+    target = torch.contiguous_format if channels_last else torch.channels_last
+    yield make_case("copy", "aten::_to_copy", [x], {"memory_format": target})
+    yield make_case("copy", "aten::clone", [x], {"memory_format": target})
+
+
+def _cnn_layout_reductions() -> Iterator[ProfileCase]:
+    """Reductions of [N, C, H, W] activations in both memory formats."""
+    for dtype in ("bfloat16", "float32"):
+        for shape in CNN_ACTIVATIONS:
+            for channels_last in (False, True):
+                yield from _cnn_reduction_cases(shape, dtype, channels_last)
+
+
+def _cnn_reduction_cases(shape: Sequence[int], dtype: str, channels_last: bool) -> Iterator[ProfileCase]:
+    """Global average pooling (`x.mean((-1, -2), keepdim=True)`) and a per-channel sum (over N, H and
+    W, as a convolution's bias gradient)."""
+    x = _image(shape, dtype, channels_last)
+    yield make_case("reduction", "aten::mean.dim", [x, [-1, -2], True])
+    yield make_case("reduction", "aten::sum.dim_IntList", [x, [0, 2, 3]])
 
 
 def _pool(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
@@ -994,6 +1051,13 @@ _RANDOM_GRIDS: dict[str, Callable[[random.Random], Iterator[ProfileCase]]] = {
     "rnn": _random_rnn,
     "pool": _random_pool,
 }
+
+
+_CNN_LAYOUT_GRIDS: dict[str, Callable[[], Iterator[ProfileCase]]] = {
+    "copy": _cnn_layout_copies,
+    "reduction": _cnn_layout_reductions,
+}
+"""The fixed grid's CNN-layout cases per family (`grid(..., part="cnn")`)."""
 
 
 _GRIDS: dict[str, Callable[[bool, random.Random], Iterator[ProfileCase]]] = {

@@ -199,6 +199,7 @@ def run_profile(
     seed: int = 0,
     flush_l2: bool = True,
     random_only: bool = False,
+    cnn_layouts: bool = False,
     cudnn_benchmark: bool = False,
     shard: tuple[int, int] = (0, 1),
     no_tf32: bool = False,
@@ -221,6 +222,9 @@ def run_profile(
         flush_l2: flush the L2 cache before every timed run (cold inputs); False keeps them warm.
         random_only: time only each family's random draws (shapes off the fixed grid), e.g. with
             another seed, as a held-out set for `benchmarks/estimator_accuracy.py`.
+        cnn_layouts: time only the fixed grids' CNN-layout cases (4-D tensors in NCHW and
+            channels-last: `profile_grid.CNN_ACTIVATIONS`, of the copy and reduction families), to
+            extend a profile made before the grids had them.
         cudnn_benchmark: time the grids' convolutions with `torch.backends.cudnn.benchmark` on
             (cuDNN's autotuned algorithm, as in scripts that set it); their rows carry the
             `cudnn_benchmark` attrs key that the emulator records for such scripts. A trace's
@@ -248,6 +252,8 @@ def run_profile(
     """
     if attention_dropout is not None and not 0 < attention_dropout < 1:
         raise ValueError(f"attention_dropout {attention_dropout}: want 0 < dropout_p < 1")
+    if random_only and cnn_layouts:
+        raise ValueError("random_only and cnn_layouts each select a part of the grids: pick one")
     index, count = shard
     if not 0 <= index < count:
         raise ValueError(f"shard {index}/{count}: want 0 <= index < count")
@@ -277,7 +283,7 @@ def run_profile(
                 continue
             (out_dir / "host_overhead.json").write_text(json.dumps({**overhead, **env}, indent=2))
             continue
-        cases = grid(family, quick=quick, seed=seed, part="random" if random_only else "all")
+        cases = grid(family, quick=quick, seed=seed, part="random" if random_only else "cnn" if cnn_layouts else "all")
         if cudnn_benchmark:
             cases = [_with_cudnn_benchmark(case) for case in cases]
         if no_tf32:
@@ -560,6 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="time only the random draws of each family (shapes off the fixed grid): a held-out set with another --seed",
     )
     parser.add_argument(
+        "--cnn-layouts", action="store_true",
+        help="time only the fixed grids' CNN-layout cases (4-D copies and reductions, NCHW and channels-last)",
+    )
+    parser.add_argument(
         "--warm-l2", action="store_true",
         help="do not flush the L2 cache between runs (inputs stay cache-resident, as when the previous op wrote them)",
     )
@@ -613,7 +623,8 @@ def run_from_args(args: argparse.Namespace) -> Path:
     """`run_profile` with the options of `build_parser`."""
     return run_profile(
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
-        flush_l2=not args.warm_l2, random_only=args.random_only, cudnn_benchmark=args.cudnn_benchmark,
+        flush_l2=not args.warm_l2, random_only=args.random_only, cnn_layouts=args.cnn_layouts,
+        cudnn_benchmark=args.cudnn_benchmark,
         shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes, flip_grad_layout=args.flip_grad_layout,
         attention_dropout=args.attention_dropout, sleep_before=args.sleep_before,
     )

@@ -422,3 +422,31 @@ def test_timer_runs_the_untimed_step_before_every_timed_run():
     calls = []
     durations = _Timer(torch.device("cpu")).time_us(lambda: calls.append("op"), 3, before=lambda: calls.append("before"))
     assert calls == ["before", "op"] * 3 and len(durations) == 3
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_cnn_layout_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, channels_last):
+    # The copy and reduction grids timed 1-D and 2-D tensors only; a CNN's 4-D copies and reductions
+    # in either memory format are now cases of their own, as the emulator records them.
+    import maya
+    from maya.estimator.profile_grid import _cnn_copy_cases, _cnn_reduction_cases
+    from maya.trace import read_rank_trace
+
+    s = maya.emulate(scripts / "cnn_layouts.py", ["--channels-last"] * channels_last, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    recorded = [r for r in read_rank_trace(s.trace_dir, 0).to_pylist()
+                if r["op"].startswith("aten::") and r["op"] != "aten::empty_strided"]
+    cases = [*_cnn_copy_cases((4, 16, 10, 12), "bfloat16", channels_last),
+             *_cnn_reduction_cases((4, 16, 10, 12), "bfloat16", channels_last)]
+    assert [r["op"] for r in recorded] == [c.op for c in cases]
+    for row, case in zip(recorded, cases):
+        assert [tuple(x) for x in row["input_shapes"]] == list(case.input_shapes)
+        assert [tuple(x) for x in row["input_strides"]] == list(case.input_strides)
+        attrs = json.loads(row["attrs"])
+        assert attrs["args"][1:] == case.attrs["args"][1:]
+        assert {k: attrs["kwargs"].get(k) for k in case.attrs["kwargs"]} == case.attrs["kwargs"]
+    assert {c.op for c in grid("copy", part="cnn")} == {"aten::_to_copy", "aten::clone"}
+    assert grid("reduction", part="cnn") == [c for c in grid("reduction", part="fixed") if len(c.input_shapes[0]) == 4]
+    assert grid("gemm", part="cnn") == [] and grid("copy", part="cnn", quick=True) == []
+    with pytest.raises(ValueError, match="pick one"):
+        run_profile(tmp_path / "p", families=["copy"], device="cpu", random_only=True, cnn_layouts=True)
