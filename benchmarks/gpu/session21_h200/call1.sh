@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Session 21 device call 1 (1 x H200), from the repository root: bash benchmarks/gpu/session21_h200/call1.sh OUT [END]
+# The copy and reduction grids' CNN-layout cases (`maya profile --cnn-layouts`, commit of this script: 4-D
+# tensors in NCHW and channels-last, which the grids lacked), then convolution draws behind the GPU sleep
+# from seed 96 until END s (default 520). In /tmp/s21a, tarred to OUT/s21a.tgz. Not yet run.
+set -u
+out=${1:?usage: call1.sh OUT [END]}; end=${2:-520}; DIR=/tmp/s21a
+source benchmarks/gpu/device_call_start.sh
+timeout 240 python3 -m maya.estimator.profiler --families copy,reduction --cnn-layouts --out $DIR/cnn_layouts > $DIR/cnn_layouts.log 2>&1
+echo "cnn_layouts rc=$? at $SECONDS s" >> $DIR/jobs.txt
+bash benchmarks/gpu/run_random_draws.sh $DIR/draws 0 $((end - SECONDS)) $(for s in $(seq 96 105); do echo conv:$s; done) >> $DIR/jobs.txt
+date -u +%FT%TZ >> $DIR/env.txt
+tar czf "$out/s21a.tgz" -C /tmp s21a
