@@ -13,7 +13,8 @@ Each setting is fitted on the rest (the before rows alone, then with the new row
 signature) and scored on those held-out signatures: median |error|, time-weighted error, and the
 signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` uses for the family),
 `rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE),
-`deeper` (shipped with depth 10), `longer` (shipped with three times the boosting iterations), `faster` (shipped with twice the learning rate: as many trees, the same model size), `time-weighted` and `sqrt-time-weighted` (shipped, each training row
+`deeper` (shipped with depth 10), `deeper-half` (depth 10 with half the iterations: twice the
+model size, where `deeper` is four times), `longer` (shipped with three times the boosting iterations), `faster` (shipped with twice the learning rate: as many trees, the same model size), `time-weighted` and `sqrt-time-weighted` (shipped, each training row
 weighted by its measured time, or its square root: the time-weighted error weighs ops so).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
@@ -57,6 +58,7 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
         "deeper": {**shipped, "depth": 10},
         "longer": {**shipped, "iterations": 3 * shipped["iterations"]},
         "faster": {**shipped, "learning_rate": 2 * shipped["learning_rate"]},
+        "deeper-half": {**shipped, "depth": 10, "iterations": shipped["iterations"] // 2},
         "time-weighted": shipped,
         "sqrt-time-weighted": shipped,
     }
@@ -135,7 +137,8 @@ def main() -> None:
     p.add_argument("--new", nargs="*", default=[], help="file names in --profiles whose rows are the new ones")
     p.add_argument("--fractions", default="1",
                    help="comma-separated fractions of the before rows' training signatures to fit on (default 1)")
-    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, mae, shallow, deeper, longer, faster, time-weighted, sqrt-time-weighted")
+    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, mae, shallow, deeper, deeper-half, longer, faster, "
+                   "time-weighted, sqrt-time-weighted")
     p.add_argument("--profiles", type=Path, default=PROFILES)
     p.add_argument("--by-file", action="store_true", help="also score each profile file's held-out rows apart")
     p.add_argument("--score-new", action="store_true",
