@@ -66,6 +66,12 @@ WORKLOADS: tuple[Workload, ...] = (
              argv=("--batch-size", "96", "--image-size", "160", "--precision", "bf16-autocast")),
     Workload(name="resnet50_bf16_channels_last_160", script="resnet50.py",
              argv=("--batch-size", "96", "--image-size", "160", "--precision", "bf16-autocast", "--channels-last")),
+    # A calibration CNN with depthwise convolutions and inverted residuals (added 2026-12-03, session 20:
+    # the calibration CNNs were all ResNet-50s, so the convolution factor was fitted on dense
+    # convolutions alone). Not yet measured: `validate.py` lists it as "no ground truth" until a device
+    # call runs measure_ground_truth.py and op_time_probe.py on it (benchmarks/gpu/session21_h200/call1.sh).
+    Workload(name="mobilenet_v2_bf16_channels_last", script="mobilenet_v2.py",
+             argv=("--batch-size", "128", "--precision", "bf16-autocast", "--channels-last")),
     Workload(name="resnet50_bf16_channels_last", script="resnet50.py",
              argv=("--batch-size", "128", "--precision", "bf16-autocast", "--channels-last"), held_out=True),
     Workload(name="cifar_resnet18_bf16", script="cifar_resnet18.py",
