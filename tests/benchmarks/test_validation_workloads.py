@@ -34,6 +34,7 @@ TINY_ARGV = {
     "mlp_tiny.py": ["--depth", "3", "--batch-size", "4"],
     "lstm_lm.py": ["--batch-size", "2", "--seq-len", "8", "--hidden-size", "32"],
     "cifar_resnet18.py": ["--batch-size", "2", "--channels-last"],
+    "mobilenet_v2.py": ["--batch-size", "2", "--image-size", "32", "--channels-last"],
     "convnext.py": ["--batch-size", "2", "--image-size", "32", "--base-width", "8", "--depths", "1", "1", "1", "1"],
     "unet.py": ["--batch-size", "2", "--image-size", "32", "--base-channels", "32"],
     "moe.py": ["--batch-size", "2", "--seq-len", "16", "--dim", "32", "--n-heads", "2", "--n-layers", "2",
