@@ -33,3 +33,15 @@ def test_ops_are_compared_per_profiler_key_and_first_input_shape_largest_differe
     assert ("aten::fill_", "[4096]", 1.5, 0.0, 1, 0) in rows  # measured, with no trace row
     assert [abs(r[2] - r[3]) for r in rows] == sorted((abs(r[2] - r[3]) for r in rows), reverse=True)
     assert ("aten::sum", "[16384, 3072]", 41.0, 40.0, 1, 1) in rows and len(rows) == 4
+
+
+def test_bands_sum_measured_and_estimated_per_element_count_band(capsys):
+    # (first input's elements, measured us, estimated us): two pairs under 2**18 elements, one in
+    # [2**21, 2**23), none in the other bands.
+    report.print_bands("elementwise", [(1000, 3.0, 4.0), (2**18 - 1, 1.0, 1.0), (2**22, 12.0, 16.0)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "elementwise: per-shape pairs by the first input's element count (3 pairs, 0.0 ms measured)"
+    assert len(lines) == 3
+    assert "2 pairs" in lines[1] and "measured / estimated 0.800" in lines[1] and "25.0% of the time" in lines[1]
+    assert lines[2].startswith("  [   2097152,    8388608) elements:   1 pairs")
+    assert lines[2].endswith("measured / estimated 0.750")
