@@ -1,11 +1,11 @@
 """Where the predicted step time of each calibration workload differs from the H200, split into
 GPU-kernel time and host time, using the profiled per-op GPU times (benchmarks/gpu/op_times_h200).
 
-    python benchmarks/calibration_report.py [--top N] [--shapes DIR ...] [--bands FAMILY] [NAME ...]
+    python benchmarks/calibration_report.py [--top N] [--shapes DIR [--shapes DIR2 ...]] [--bands FAMILY] [NAME ...]
 Only workloads that have a profile are reported; held-out workloads never have one. With `--shapes`
 (a directory of `op_time_probe.py --shapes` profiles, e.g. benchmarks/gpu/session16_h200/s16a/op_shapes)
-the ops are also compared per first input shape, for the workloads profiled there (the first DIR
-that has a workload's file); `--bands FAMILY` then sums that family's per-shape pairs (those whose
+the ops are also compared per first input shape, for the workloads profiled there (the first
+`--shapes` directory that has a workload's file); `--bands FAMILY` then sums that family's per-shape pairs (those whose
 call counts agree) over all the workloads by the first input's element count, measured against
 estimated per band (an op's in-training time against its L2-flushed profile, by size). Ops are joined
 on the profiler's key (benchmarks/profiler_ops.py): the trace's `aten::add.Tensor` and `aten::_to_copy`
@@ -40,8 +40,8 @@ def main() -> None:
     profiles = sorted((ROOT / "benchmarks/gpu/op_times_h200").glob("*.json"))
     p = argparse.ArgumentParser()
     p.add_argument("--top", type=int, default=8, help="ops listed per workload")
-    p.add_argument("--shapes", type=Path, nargs="+", default=[],
-                   help="directories of per_op_shape profiles (op_time_probe.py --shapes)")
+    p.add_argument("--shapes", type=Path, action="append", default=[],
+                   help="directory of per_op_shape profiles (op_time_probe.py --shapes); repeat for more")
     p.add_argument("--bands", metavar="FAMILY", help="with --shapes: that family's per-shape pairs by element count")
     p.add_argument("names", nargs="*")
     args = p.parse_args()
