@@ -293,8 +293,9 @@ def _flatten_dense_elementwise(
     channels-last. Such an op runs as one flat loop (TensorIterator coalesces the dimensions of
     operands whose strides agree), whatever its shape, while the profile grids time 2-D tensors: a
     CNN's 4-D activations were estimated from shape features no profile had (ResNet-50's fp32
-    [64, 256, 56, 56] `threshold_backward`: 175 us, 3.4 TB/s; measured in its training step, 144 us;
-    the same op on a [200704, 256] tensor, 149 us).
+    [64, 256, 56, 56] `threshold_backward`: 175 us, 3.4 TB/s, and 148 us since; measured in its
+    training step, 144 us: `python benchmarks/calibration_report.py --top 200 --shapes
+    benchmarks/gpu/session17_h200/s17a/op_shapes resnet50_fp32`).
     """
     size = -in_shapes.row_max(-in_numel)  # the smallest input
     one_layout = np.zeros(len(family), dtype=bool)
