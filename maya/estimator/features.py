@@ -254,7 +254,7 @@ def extract_features(
     min_in = -in_shapes.row_max(-in_numel)
     smaller = (family == ELEMENTWISE) & (in_shapes.count >= 2) & (min_in < np.prod(out0, axis=1))
     f["broadcast"] = ((in_shapes.row_sum(in_codes == _EXPANDED) > 0) | smaller).astype(np.float64)
-    _flatten_dense_elementwise(f, family, in_shapes, in_codes, in_numel, out_shapes, out_codes, out_numel)
+    _flatten_dense_elementwise(f, family, in_shapes, in_codes, in_numel, min_in, out_shapes, out_codes, out_numel)
 
     # GPU: peak rate for this op's dtype and family, bandwidth, and the roofline time they imply.
     if "allow_tf32" in table.column_names:
@@ -285,7 +285,7 @@ def extract_features(
 
 def _flatten_dense_elementwise(
     f: dict, family: np.ndarray, in_shapes: TensorColumn, in_codes: np.ndarray, in_numel: np.ndarray,
-    out_shapes: TensorColumn, out_codes: np.ndarray, out_numel: np.ndarray,
+    min_in: np.ndarray, out_shapes: TensorColumn, out_codes: np.ndarray, out_numel: np.ndarray,
 ) -> None:
     """Give a dense elementwise op the shape features of a 1-D tensor of its size, in place.
 
@@ -297,7 +297,7 @@ def _flatten_dense_elementwise(
     training step, 144 us: `python benchmarks/calibration_report.py --top 200 --shapes
     benchmarks/gpu/session17_h200/s17a/op_shapes resnet50_fp32`).
     """
-    size = -in_shapes.row_max(-in_numel)  # the smallest input
+    size = min_in  # each row's smallest input
     one_layout = np.zeros(len(family), dtype=bool)
     for code in (_CONTIGUOUS, _CHANNELS_LAST):
         one_layout |= (in_shapes.row_sum(in_codes != code) == 0) & (out_shapes.row_sum(out_codes != code) == 0)
