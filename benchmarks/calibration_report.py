@@ -79,8 +79,9 @@ def main() -> None:
             shape_rows = per_shape_rows(kernels, json.loads(shaped.read_text()))
             for op, shape, gpu, emu, n_gpu, n_emu in shape_rows[:args.top]:
                 print(f"    {op:40s} {shape:22s} gpu {gpu:9.1f} us x{n_gpu:<4d} estimated {emu:9.1f} us x{n_emu}")
-            banded += [(math.prod(json.loads(shape)), gpu, emu) for op, shape, gpu, emu, n_gpu, n_emu in shape_rows
-                       if args.bands and family_of(op) == args.bands and n_gpu == n_emu and gpu > 0 and emu > 0]
+            if args.bands:
+                banded += [(math.prod(json.loads(shape)), gpu, emu) for op, shape, gpu, emu, n_gpu, n_emu in shape_rows
+                           if family_of(op) == args.bands and n_gpu == n_emu and gpu > 0 and emu > 0]
     if args.bands:
         print_bands(args.bands, banded)
 
