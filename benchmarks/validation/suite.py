@@ -68,8 +68,7 @@ WORKLOADS: tuple[Workload, ...] = (
              argv=("--batch-size", "96", "--image-size", "160", "--precision", "bf16-autocast", "--channels-last")),
     # A calibration CNN with depthwise convolutions and inverted residuals (added 2026-12-03, session 20:
     # the calibration CNNs were all ResNet-50s, so the convolution factor was fitted on dense
-    # convolutions alone). Not yet measured: `validate.py` lists it as "no ground truth" until a device
-    # call runs measure_ground_truth.py and op_time_probe.py on it (benchmarks/gpu/session21_h200/call1.sh).
+    # convolutions alone). Measured 2026-12-03 (session 21: benchmarks/gpu/session21_h200/COMMANDS.md).
     Workload(name="mobilenet_v2_bf16_channels_last", script="mobilenet_v2.py",
              argv=("--batch-size", "128", "--precision", "bf16-autocast", "--channels-last")),
     Workload(name="resnet50_bf16_channels_last", script="resnet50.py",

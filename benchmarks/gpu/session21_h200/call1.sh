@@ -3,7 +3,7 @@
 # The copy and reduction grids' CNN-layout cases (`maya profile --cnn-layouts`: 4-D tensors in NCHW and
 # channels-last, which the grids lacked), the new calibration workload mobilenet_v2_bf16_channels_last's
 # ground truth and per-op times, then convolution draws behind the GPU sleep from seed 96 until END s
-# (default 520). In /tmp/s21a, tarred to OUT/s21a.tgz. Not yet run.
+# (default 520). In /tmp/s21a, tarred to OUT/s21a.tgz. Ran 2026-12-03 (COMMANDS.md beside this file).
 set -u
 out=${1:?usage: call1.sh OUT [END]}; end=${2:-520}; DIR=/tmp/s21a
 source benchmarks/gpu/device_call_start.sh
