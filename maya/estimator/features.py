@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from maya.emulator.attrs import CUDNN_BENCHMARK
-from maya.estimator.families import CONV, ELEMENTWISE, GEMM, OP_FAMILIES, RNN, SDPA, SDPA_ARGS, families_of  # noqa: F401 (re-export)
+from maya.estimator.families import CONV, COPY, ELEMENTWISE, GEMM, OP_FAMILIES, RNN, SDPA, SDPA_ARGS, families_of  # noqa: F401 (re-export)
 from maya.estimator.roofline import peak_flops_per_s, roofline_duration_us
 from maya.estimator.tensor_columns import MAX_RANK, TensorColumn, as_arrow, list_parts
 from maya.hardware import GpuSpec
@@ -254,7 +254,7 @@ def extract_features(
     min_in = -in_shapes.row_max(-in_numel)
     smaller = (family == ELEMENTWISE) & (in_shapes.count >= 2) & (min_in < np.prod(out0, axis=1))
     f["broadcast"] = ((in_shapes.row_sum(in_codes == _EXPANDED) > 0) | smaller).astype(np.float64)
-    _flatten_dense_elementwise(f, family, in_shapes, in_codes, in_numel, min_in, out_shapes, out_codes, out_numel)
+    _flatten_dense(f, family, in_shapes, in_codes, in_numel, min_in, out_shapes, out_codes, out_numel)
 
     # GPU: peak rate for this op's dtype and family, bandwidth, and the roofline time they imply.
     if "allow_tf32" in table.column_names:
@@ -283,11 +283,12 @@ def extract_features(
     return pd.DataFrame(f)
 
 
-def _flatten_dense_elementwise(
+def _flatten_dense(
     f: dict, family: np.ndarray, in_shapes: TensorColumn, in_codes: np.ndarray, in_numel: np.ndarray,
     min_in: np.ndarray, out_shapes: TensorColumn, out_codes: np.ndarray, out_numel: np.ndarray,
 ) -> None:
-    """Give a dense elementwise op the shape features of a 1-D tensor of its size, in place.
+    """Give a dense elementwise op, or a dense channels-last copy, the shape features of a 1-D
+    tensor of its size, in place.
 
     Dense: every input and output has the op's size and one layout, all contiguous or all
     channels-last. Such an op runs as one flat loop (TensorIterator coalesces the dimensions of
@@ -296,12 +297,21 @@ def _flatten_dense_elementwise(
     [64, 256, 56, 56] `threshold_backward`: 175 us, 3.4 TB/s, and 148 us since; measured in its
     training step, 144 us: `python benchmarks/calibration_report.py --top 200 --shapes
     benchmarks/gpu/session17_h200/s17a/op_shapes resnet50_fp32`).
+
+    Copies only when channels-last: a transformer's contiguous 3-D and 4-D copies are estimated
+    better from their own shapes (benchmarks/results/fit_choices_h200.md, session 20), but the only
+    4-D channels-last copies the grids time are casts and layout conversions, so a same-layout
+    channels-last clone (MobileNetV2's, before its in-place ReLU6) was estimated as a layout
+    conversion: 595 us for three [128, 144, 56, 56] bf16 clones measured at 162 us (`python
+    benchmarks/calibration_report.py --shapes benchmarks/gpu/op_times_h200
+    mobilenet_v2_bf16_channels_last`).
     """
     size = min_in  # each row's smallest input
+    layouts = {_CONTIGUOUS: family == ELEMENTWISE, _CHANNELS_LAST: (family == ELEMENTWISE) | (family == COPY)}
     one_layout = np.zeros(len(family), dtype=bool)
-    for code in (_CONTIGUOUS, _CHANNELS_LAST):
-        one_layout |= (in_shapes.row_sum(in_codes != code) == 0) & (out_shapes.row_sum(out_codes != code) == 0)
-    dense = ((family == ELEMENTWISE) & one_layout & (in_shapes.count >= 1) & (out_shapes.count >= 1)
+    for code, families in layouts.items():
+        one_layout |= families & (in_shapes.row_sum(in_codes != code) == 0) & (out_shapes.row_sum(out_codes != code) == 0)
+    dense = (one_layout & (in_shapes.count >= 1) & (out_shapes.count >= 1)
              & (in_shapes.row_max(in_numel) == size) & (out_shapes.row_max(out_numel) == size)
              & (-out_shapes.row_max(-out_numel) == size))
     if not dense.any():

@@ -71,11 +71,11 @@ def test_convolution_rows_timed_on_an_idle_gpu_are_told_apart():
     assert "timed_idle" in features_for_family("conv") and "timed_idle" not in features_for_family("gemm")
 
 
-def _elementwise_row(shapes: list, strides: list, out_strides: list) -> dict:
-    """A bf16 aten::threshold_backward (grad, self) -> grad_input trace row."""
+def _elementwise_row(shapes: list, strides: list, out_strides: list, op: str = "aten::threshold_backward") -> dict:
+    """A bf16 trace row of OP (by default threshold_backward: (grad, self) -> grad_input)."""
     out = shapes[0]
     return {
-        "op": "aten::threshold_backward", "input_shapes": shapes, "input_dtypes": ["bfloat16"] * len(shapes),
+        "op": op, "input_shapes": shapes, "input_dtypes": ["bfloat16"] * len(shapes),
         "input_strides": strides, "output_shapes": [out], "output_dtypes": ["bfloat16"],
         "output_strides": [out_strides], "flops": 0.0, "bytes": 6.0 * 64 * 256 * 56 * 56, "attrs": json.dumps({}),
     }  # fmt: skip
@@ -97,3 +97,18 @@ def test_dense_elementwise_ops_get_the_shape_features_of_their_size():
     flat = [1.0, 0.0, 0.0, 0.0, pytest.approx(25.6147098), 0.0, pytest.approx(25.6147098), "cc->c", 1.0]
     assert list(f.iloc[0][shape]) == list(f.iloc[1][shape]) == list(f.iloc[2][shape]) == flat  # log2(64*256*56*56)
     assert list(f.iloc[3][["in0_rank", "log2_in0_d1", "contiguous"]]) == [4.0, 8.0, 0.0]
+
+
+def test_dense_channels_last_copies_get_the_shape_features_of_their_size():
+    nchw, nchw_strides = [64, 256, 56, 56], [802816, 3136, 56, 1]
+    nhwc_strides = [802816, 1, 14336, 256]
+    rows = [
+        _elementwise_row([nchw], [nhwc_strides], nhwc_strides, op="aten::clone"),  # same-layout clone: flat
+        _elementwise_row([nchw], [nchw_strides], nchw_strides, op="aten::clone"),  # contiguous copy: shapes kept
+        _elementwise_row([nchw], [nchw_strides], nhwc_strides, op="aten::clone"),  # layout conversion: kept
+    ]
+    f = extract_features(pa.Table.from_pylist(rows), load_gpu("h200"))
+    assert list(f.iloc[0][["in0_rank", "log2_in0_d1", "log2_in0_d3", "layout", "contiguous"]]) == [
+        1.0, 0.0, pytest.approx(25.6147098), "c-->c", 1.0]  # one input: its second and third letters absent
+    assert list(f["in0_rank"].iloc[1:]) == [4.0, 4.0]
+    assert list(f["log2_in0_d1"].iloc[1:]) == [8.0, 8.0]
