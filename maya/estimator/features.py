@@ -310,7 +310,8 @@ def _flatten_dense(
     layouts = {_CONTIGUOUS: family == ELEMENTWISE, _CHANNELS_LAST: (family == ELEMENTWISE) | (family == COPY)}
     one_layout = np.zeros(len(family), dtype=bool)
     for code, families in layouts.items():
-        one_layout |= families & (in_shapes.row_sum(in_codes != code) == 0) & (out_shapes.row_sum(out_codes != code) == 0)
+        all_in = in_shapes.row_sum(in_codes != code) == 0
+        one_layout |= families & all_in & (out_shapes.row_sum(out_codes != code) == 0)
     dense = (one_layout & (in_shapes.count >= 1) & (out_shapes.count >= 1)
              & (in_shapes.row_max(in_numel) == size) & (out_shapes.row_max(out_numel) == size)
              & (-out_shapes.row_max(-out_numel) == size))
