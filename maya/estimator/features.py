@@ -302,9 +302,9 @@ def _flatten_dense(
     better from their own shapes (benchmarks/results/fit_choices_h200.md, session 20), but the only
     4-D channels-last copies the grids time are casts and layout conversions, so a same-layout
     channels-last clone (MobileNetV2's, before its in-place ReLU6) was estimated as a layout
-    conversion: 595 us for three [128, 144, 56, 56] bf16 clones measured at 162 us (`python
-    benchmarks/calibration_report.py --shapes benchmarks/gpu/op_times_h200
-    mobilenet_v2_bf16_channels_last`).
+    conversion: 800 us for three [128, 144, 56, 56] bf16 clones measured at 162 us, 231 us with
+    this (`python benchmarks/calibration_report.py --top 60 --shapes benchmarks/gpu/op_times_h200
+    mobilenet_v2_bf16_channels_last` at commits 44d5a87 and 372a155).
     """
     size = min_in  # each row's smallest input
     layouts = {_CONTIGUOUS: family == ELEMENTWISE, _CHANNELS_LAST: (family == ELEMENTWISE) | (family == COPY)}
