@@ -44,6 +44,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "maya" / "estimator" / "data" / "h200"
 
 
+SETTINGS = ("shipped", "rmse", "mae", "shallow", "deeper", "deeper-half", "longer", "faster", "time-weighted",
+            "sqrt-time-weighted")
+"""The model settings `--settings` may name (each defined in `settings`)."""
+
+
 def settings(catboost, family: str, name: str, categorical: list[str]):
     from maya.estimator import fit
 
@@ -62,8 +67,6 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
         "time-weighted": shipped,
         "sqrt-time-weighted": shipped,
     }
-    if name not in variants:
-        raise SystemExit(f"unknown setting {name!r}; choose from {', '.join(variants)}")
     return catboost.CatBoostRegressor(**variants[name])
 
 
@@ -137,8 +140,7 @@ def main() -> None:
     p.add_argument("--new", nargs="*", default=[], help="file names in --profiles whose rows are the new ones")
     p.add_argument("--fractions", default="1",
                    help="comma-separated fractions of the before rows' training signatures to fit on (default 1)")
-    p.add_argument("--settings", default="shipped", help="comma-separated: shipped, rmse, mae, shallow, deeper, deeper-half, longer, faster, "
-                   "time-weighted, sqrt-time-weighted")
+    p.add_argument("--settings", default="shipped", help=f"comma-separated: {', '.join(SETTINGS)}")
     p.add_argument("--profiles", type=Path, default=PROFILES)
     p.add_argument("--by-file", action="store_true", help="also score each profile file's held-out rows apart")
     p.add_argument("--score-new", action="store_true",
@@ -150,6 +152,9 @@ def main() -> None:
                    help="also describe the held-out rows estimated at under RATIO of their measured time: their "
                         "share of rows, time and absolute error, and their rate per value of a few features")
     args = p.parse_args()
+    unknown = [name for name in args.settings.split(",") if name not in SETTINGS]
+    if unknown:  # before any row is read or model fitted
+        p.error(f"unknown setting(s) {', '.join(unknown)}; choose from {', '.join(SETTINGS)}")
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
     from maya.estimator.fit import holdout_mask, import_catboost
     from maya.estimator.fit_report import from_target, to_target

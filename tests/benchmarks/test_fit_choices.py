@@ -64,3 +64,18 @@ def test_score_new_scores_held_out_new_rows_apart(tmp_path):
     before_new_rows = int(new_lines[1].split("(")[1].split(")")[0])
     held_before = int(out.splitlines()[0].split("scored on ")[1].split()[0])
     assert before_new_rows == table.num_rows - held_before - held_new
+
+
+def test_every_named_setting_builds_and_an_unknown_one_is_refused_before_any_fit():
+    import subprocess
+
+    from maya.estimator.fit import import_catboost
+
+    catboost = import_catboost()
+    depths = {name: fit_choices.settings(catboost, "copy", name, ["op"]).get_params()["depth"]
+              for name in fit_choices.SETTINGS}
+    assert depths["deeper"] == depths["deeper-half"] == 10
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fit_choices.py"), "--family", "copy",
+                           "--settings", "shipped,bogus", "--profiles", "/nonexistent"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unknown setting(s) bogus" in done.stderr
