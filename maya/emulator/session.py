@@ -19,6 +19,7 @@ from maya.emulator.autocast import install_autocast
 from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
 from maya.emulator.batch_norm import install_batch_norm
 from maya.emulator.conv_layout import install_conv_layout
+from maya.emulator.group_norm import install_group_norm
 from maya.emulator.compat import install_compat
 from maya.emulator.events import EventKind
 from maya.emulator.cuda_api import install_cuda_api
@@ -65,6 +66,7 @@ class EmulationSession:
             install_rnn(patcher, autocast)
             install_batch_norm(patcher)
             install_conv_layout(patcher)
+            install_group_norm(patcher)
             _patch_movement(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)

@@ -117,6 +117,21 @@ def test_resnet_channels_last_amp_runs_convolutions_and_batchnorm(scripts, tmp_p
     assert ops.op.str.contains("batch_norm").any()
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_group_norm_copies_a_channels_last_input_to_nchw_as_cuda_does(scripts, tmp_path, channels_last):
+    # torch.group_norm keeps a channels-last input's layout on CPU and PrivateUse1 devices (the proxy
+    # device is one) but calls contiguous() on CUDA: one clone kernel, then an NCHW native_group_norm.
+    s = maya.emulate(scripts / "cnn_norms.py", ["--precision", "fp32"] + ["--channels-last"] * channels_last,
+                     trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    ops = _ops(s)
+    ops = ops[ops.op.isin(["aten::clone", "aten::native_group_norm", "aten::native_group_norm_backward"])]
+    clone = ["aten::clone"] if channels_last else []
+    assert list(ops.op) == clone + ["aten::native_group_norm", "aten::native_group_norm_backward"]
+    for strides in ops.input_strides.iloc[-2:]:
+        assert list(strides[0]) == [7680, 120, 12, 1]  # [4, 64, 10, 12] contiguous
+
+
 def test_memory_figures_follow_the_caching_allocator(scripts, tmp_path, capsys):
     s = maya.emulate(scripts / "memory_probe.py", trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
