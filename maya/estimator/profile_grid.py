@@ -396,6 +396,8 @@ def _norm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 yield make_case("norm", "aten::_fused_rms_norm", [x, [c], w, 1e-6])
                 yield make_case("norm", "aten::_fused_rms_norm_backward", [x, x, [c], stat, w, [True, True]])
     yield from _batchnorm(quick)
+    if not quick:
+        yield from _cnn_layout_norms()
 
 
 # (C, H=W) of ResNet-50 batch-norm inputs at 224x224.
@@ -657,6 +659,67 @@ def _cnn_reduction_cases(shape: Sequence[int], dtype: str, channels_last: bool) 
     x = _image(shape, dtype, channels_last)
     yield make_case("reduction", "aten::mean.dim", [x, [-1, -2], True])
     yield make_case("reduction", "aten::sum.dim_IntList", [x, [0, 2, 3]])
+
+
+MOBILENET_ACTIVATIONS = (
+    (128, 32, 112, 112), (128, 96, 112, 112), (128, 144, 56, 56), (128, 192, 28, 28), (128, 384, 14, 14),
+    (128, 576, 14, 14), (128, 960, 7, 7), (128, 1280, 7, 7),
+)
+"""[N, C, H, W] batch-norm inputs of MobileNetV2 at 224 px and batch 128 (the calibration workload's)."""
+
+GROUP_NORM_ACTIVATIONS = (
+    (8, 128, 64, 64), (16, 256, 32, 32), (32, 64, 64, 64), (64, 128, 32, 32), (64, 256, 16, 16), (64, 512, 8, 8),
+    (16, 512, 32, 32), (32, 320, 32, 32), (8, 640, 16, 16), (128, 128, 16, 16), (4, 256, 128, 128), (32, 1280, 8, 8),
+)
+"""[N, C, H, W] group-norm inputs (32 groups) over the feature maps of diffusion U-Nets and the like."""
+
+CNN_NORM_RANDOM_SHAPES = 24
+"""Random [N, C, H, W] shapes, beside the fixed ones, that each CNN normalisation is timed at."""
+
+
+def _cnn_layout_norms() -> Iterator[ProfileCase]:
+    """Batch norm and group norm of [N, C, H, W] activations, forward and backward, as a CNN's
+    training step records them: the norm grid's other batch-norm cases are ResNet-50's shapes at
+    batch 64 (`BATCHNORM_SHAPES`), and no profile had a group norm. Batch norm in both memory
+    formats, on a bfloat16 activation with float32 parameters (autocast) and all float32 (cuDNN's
+    kernels); group norm on a contiguous tensor (CUDA makes its input contiguous first) in float32
+    (what autocast runs it in) and bfloat16. Fixed shapes, then `CNN_NORM_RANDOM_SHAPES` drawn from a
+    fixed seed."""
+    rng = random.Random(2026)
+    random_shapes = []
+    while len(random_shapes) < CNN_NORM_RANDOM_SHAPES:
+        shape = (_log_uniform(rng, 2, 256), _log_uniform(rng, 16, 2048, 8), *[_log_uniform(rng, 4, 128)] * 2)
+        if _nbytes(shape, "float32") <= GIB:
+            random_shapes.append(shape)
+    for shape in (*[s for s in CNN_ACTIVATIONS if s[1] > 3], *MOBILENET_ACTIVATIONS, *random_shapes):
+        for channels_last in (False, True):
+            yield from _cnn_batch_norm_cases(shape, "bfloat16", channels_last)
+            yield from _cnn_batch_norm_cases(shape, "float32", channels_last)
+    for shape in (*GROUP_NORM_ACTIVATIONS, *random_shapes):
+        groups = 32 if shape[1] % 32 == 0 else 8
+        for dtype in ("float32", "bfloat16"):
+            yield from _group_norm_cases(shape, dtype, groups)
+
+
+def _cnn_batch_norm_cases(shape: Sequence[int], dtype: str, channels_last: bool) -> Iterator[ProfileCase]:
+    """Training-mode batch norm forward and backward with float32 parameters: cuDNN's ops on a
+    float32 input, the native ones on a bfloat16 input (cuDNN's take no bfloat16 input)."""
+    x, p = _image(shape, dtype, channels_last), _spec((shape[1],), "float32")
+    if dtype == "float32":
+        yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+        yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, _spec((0,), "uint8")])
+    else:
+        yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
+        yield make_case("norm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3])
+
+
+def _group_norm_cases(shape: Sequence[int], dtype: str, groups: int) -> Iterator[ProfileCase]:
+    """Group norm forward and backward of a contiguous [N, C, H, W] tensor, parameters in its dtype."""
+    n, c = shape[0], shape[1]
+    hw = math.prod(shape[2:])
+    x, p, stat = _spec(shape, dtype), _spec((c,), dtype), _spec((n, groups), dtype)
+    yield make_case("norm", "aten::native_group_norm", [x, p, p, n, c, hw, groups, 1e-5])
+    yield make_case("norm", "aten::native_group_norm_backward", [x, x, stat, stat, p, n, c, hw, groups, [True] * 3])
 
 
 def _pool(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
@@ -1056,6 +1119,7 @@ _RANDOM_GRIDS: dict[str, Callable[[random.Random], Iterator[ProfileCase]]] = {
 _CNN_LAYOUT_GRIDS: dict[str, Callable[[], Iterator[ProfileCase]]] = {
     "copy": _cnn_layout_copies,
     "reduction": _cnn_layout_reductions,
+    "norm": _cnn_layout_norms,
 }
 """The fixed grid's CNN-layout cases per family (`grid(..., part="cnn")`)."""
 

@@ -223,8 +223,9 @@ def run_profile(
         random_only: time only each family's random draws (shapes off the fixed grid), e.g. with
             another seed, as a held-out set for `benchmarks/estimator_accuracy.py`.
         cnn_layouts: time only the fixed grids' CNN-layout cases (4-D tensors in NCHW and
-            channels-last: `profile_grid.CNN_ACTIVATIONS`, of the copy and reduction families), to
-            extend a profile made before the grids had them.
+            channels-last: `profile_grid.CNN_ACTIVATIONS`, of the copy and reduction families; batch
+            and group norms, `profile_grid._cnn_layout_norms`), to extend a profile made before the
+            grids had them.
         cudnn_benchmark: time the grids' convolutions with `torch.backends.cudnn.benchmark` on
             (cuDNN's autotuned algorithm, as in scripts that set it); their rows carry the
             `cudnn_benchmark` attrs key that the emulator records for such scripts. A trace's
@@ -567,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--cnn-layouts", action="store_true",
-        help="time only the fixed grids' CNN-layout cases (4-D copies and reductions, NCHW and channels-last)",
+        help="time only the fixed grids' CNN-layout cases (4-D copies, reductions, batch and group norms, NCHW and channels-last)",
     )
     parser.add_argument(
         "--warm-l2", action="store_true",

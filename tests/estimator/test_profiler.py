@@ -450,3 +450,34 @@ def test_cnn_layout_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, ch
     assert grid("gemm", part="cnn") == [] and grid("copy", part="cnn", quick=True) == []
     with pytest.raises(ValueError, match="pick one"):
         run_profile(tmp_path / "p", families=["copy"], device="cpu", random_only=True, cnn_layouts=True)
+
+
+@pytest.mark.parametrize("precision", ["bf16-autocast", "fp32", "bf16"])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_cnn_norm_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, channels_last, precision):
+    # The norm grid timed batch norm at ResNet-50's shapes only and group norm not at all: its
+    # CNN-layout cases are a CNN's batch and group norms, forward and backward, as the emulator records
+    # them (group norm on a contiguous input: CUDA copies a channels-last one first).
+    import maya
+    from maya.estimator.profile_grid import _cnn_batch_norm_cases, _group_norm_cases
+    from maya.trace import read_rank_trace
+
+    argv = ["--precision", precision] + ["--channels-last"] * channels_last
+    s = maya.emulate(scripts / "cnn_norms.py", argv, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    recorded = [r for r in read_rank_trace(s.trace_dir, 0).to_pylist() if "_norm" in r["op"]]
+    shape = (4, 64, 10, 12)
+    batch_norm = [] if precision == "bf16" else _cnn_batch_norm_cases(shape, "float32" if precision == "fp32" else "bfloat16", channels_last)
+    cases = [*batch_norm, *_group_norm_cases(shape, "bfloat16" if precision == "bf16" else "float32", 32)]
+    if precision == "bf16":  # bfloat16 parameters: a batch norm no grid case times
+        recorded = [r for r in recorded if "group_norm" in r["op"]]
+    assert [r["op"] for r in recorded] == [c.op for c in cases]
+    for row, case in zip(recorded, cases):
+        assert [tuple(x) for x in row["input_shapes"]] == list(case.input_shapes)
+        assert [tuple(x) for x in row["input_strides"]] == list(case.input_strides)
+        assert list(row["input_dtypes"]) == list(case.input_dtypes)
+        scalars = [a for a in json.loads(row["attrs"])["args"] if not isinstance(a, dict)]
+        assert scalars == [a for a in case.attrs["args"] if not isinstance(a, dict)]
+    norms = grid("norm", part="cnn")
+    assert {c.op for c in norms if "group" in c.op} == {"aten::native_group_norm", "aten::native_group_norm_backward"}
+    assert grid("norm", part="fixed")[-len(norms):] == norms
