@@ -673,18 +673,28 @@ GROUP_NORM_ACTIVATIONS = (
 )
 """[N, C, H, W] group-norm inputs (32 groups) over the feature maps of diffusion U-Nets and the like."""
 
+CHANNEL_LAYER_NORM_ACTIVATIONS = (
+    (64, 96, 56, 56), (32, 96, 56, 56), (128, 64, 56, 56), (8, 96, 112, 112), (64, 192, 28, 28),
+    (128, 192, 28, 28), (32, 128, 64, 64), (16, 256, 32, 32), (64, 384, 14, 14), (128, 384, 14, 14),
+    (64, 512, 16, 16), (64, 768, 7, 7), (256, 768, 7, 7), (32, 1024, 8, 8),
+)
+"""[N, C, H, W] activations whose channels a layer norm normalises in their NHWC view (ConvNeXt- and
+Swin-style blocks): widths below the transformer grid's, over many more positions."""
+
 CNN_NORM_RANDOM_SHAPES = 24
-"""Random [N, C, H, W] shapes, beside the fixed ones, that each CNN normalisation is timed at."""
+"""Random [N, C, H, W] shapes, beside the fixed ones, that each CNN normalisation is timed at (the
+channel layer norms at the first half of them)."""
 
 
 def _cnn_layout_norms() -> Iterator[ProfileCase]:
-    """Batch norm and group norm of [N, C, H, W] activations, forward and backward, as a CNN's
-    training step records them: the norm grid's other batch-norm cases are ResNet-50's shapes at
-    batch 64 (`BATCHNORM_SHAPES`), and no profile had a group norm. Batch norm in both memory
-    formats, on a bfloat16 activation with float32 parameters (autocast) and all float32 (cuDNN's
-    kernels); group norm on a contiguous tensor (CUDA makes its input contiguous first) in float32
-    (what autocast runs it in) and bfloat16. Fixed shapes, then `CNN_NORM_RANDOM_SHAPES` drawn from a
-    fixed seed."""
+    """Batch, group and channel layer norms of [N, C, H, W] activations, forward and backward, as a
+    CNN's training step records them: the norm grid's other batch-norm cases are ResNet-50's shapes
+    at batch 64 (`BATCHNORM_SHAPES`), no profile had a group norm, and its layer norms are a
+    transformer's (contiguous, 768 wide or more). Batch norm in both memory formats, on a bfloat16
+    activation with float32 parameters (autocast) and all float32 (cuDNN's kernels); group norm on a
+    contiguous tensor (CUDA makes its input contiguous first) in float32 (what autocast runs it in)
+    and bfloat16; layer norm over the channels of the NHWC view (`_channel_layer_norm_cases`). Fixed
+    shapes, then `CNN_NORM_RANDOM_SHAPES` drawn from a fixed seed."""
     rng = random.Random(2026)
     random_shapes = []
     while len(random_shapes) < CNN_NORM_RANDOM_SHAPES:
@@ -699,6 +709,10 @@ def _cnn_layout_norms() -> Iterator[ProfileCase]:
         groups = 32 if shape[1] % 32 == 0 else 8
         for dtype in ("float32", "bfloat16"):
             yield from _group_norm_cases(shape, dtype, groups)
+    for shape in (*CHANNEL_LAYER_NORM_ACTIVATIONS, *random_shapes[: CNN_NORM_RANDOM_SHAPES // 2]):
+        for dtype in ("float32", "bfloat16"):
+            for permuted in (True, False):
+                yield from _channel_layer_norm_cases(shape, dtype, permuted)
 
 
 def _cnn_batch_norm_cases(shape: Sequence[int], dtype: str, channels_last: bool) -> Iterator[ProfileCase]:
@@ -711,6 +725,18 @@ def _cnn_batch_norm_cases(shape: Sequence[int], dtype: str, channels_last: bool)
     else:
         yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
         yield make_case("norm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3])
+
+
+def _channel_layer_norm_cases(shape: Sequence[int], dtype: str, permuted: bool) -> Iterator[ProfileCase]:
+    """Layer norm forward and backward over the channels of an [N, C, H, W] activation's NHWC view,
+    `x.permute(0, 2, 3, 1)`: a permutation of an NCHW tensor (CUDA's kernels copy it contiguous
+    first, inside the op) or a contiguous channels-last one; parameters in the input's dtype (float32
+    under autocast, which runs layer norm in float32), statistics in float32."""
+    n, c, h, w = shape
+    x = _spec((n, h, w, c), dtype, (c * h * w, w, 1, h * w) if permuted else None)
+    grad, p, stat = _spec((n, h, w, c), dtype), _spec((c,), dtype), _spec((n, h, w, 1), "float32")
+    yield make_case("norm", "aten::native_layer_norm", [x, [c], p, p, 1e-5])
+    yield make_case("norm", "aten::native_layer_norm_backward", [grad, x, [c], stat, stat, p, p, [True] * 3])
 
 
 def _group_norm_cases(shape: Sequence[int], dtype: str, groups: int) -> Iterator[ProfileCase]:

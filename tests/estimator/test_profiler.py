@@ -455,11 +455,13 @@ def test_cnn_layout_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, ch
 @pytest.mark.parametrize("precision", ["bf16-autocast", "fp32", "bf16"])
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_cnn_norm_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, channels_last, precision):
-    # The norm grid timed batch norm at ResNet-50's shapes only and group norm not at all: its
-    # CNN-layout cases are a CNN's batch and group norms, forward and backward, as the emulator records
-    # them (group norm on a contiguous input: CUDA copies a channels-last one first).
+    # The norm grid timed batch norm at ResNet-50's shapes only, group norm not at all, and layer norm
+    # on a transformer's contiguous tokens: its CNN-layout cases are a CNN's batch, group and channel
+    # layer norms, forward and backward, as the emulator records them (group norm on a contiguous
+    # input: CUDA copies a channels-last one first; layer norm over the NHWC view, a permutation of
+    # an NCHW tensor).
     import maya
-    from maya.estimator.profile_grid import _cnn_batch_norm_cases, _group_norm_cases
+    from maya.estimator.profile_grid import _channel_layer_norm_cases, _cnn_batch_norm_cases, _group_norm_cases
     from maya.trace import read_rank_trace
 
     argv = ["--precision", precision] + ["--channels-last"] * channels_last
@@ -468,9 +470,11 @@ def test_cnn_norm_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, chan
     recorded = [r for r in read_rank_trace(s.trace_dir, 0).to_pylist() if "_norm" in r["op"]]
     shape = (4, 64, 10, 12)
     batch_norm = [] if precision == "bf16" else _cnn_batch_norm_cases(shape, "float32" if precision == "fp32" else "bfloat16", channels_last)
-    cases = [*batch_norm, *_group_norm_cases(shape, "bfloat16" if precision == "bf16" else "float32", 32)]
+    dtype = "bfloat16" if precision == "bf16" else "float32"  # autocast runs group and layer norm in float32
+    cases = [*batch_norm, *_group_norm_cases(shape, dtype, 32),
+             *_channel_layer_norm_cases(shape, dtype, permuted=not channels_last)]
     if precision == "bf16":  # bfloat16 parameters: a batch norm no grid case times
-        recorded = [r for r in recorded if "group_norm" in r["op"]]
+        recorded = [r for r in recorded if "batch_norm" not in r["op"]]
     assert [r["op"] for r in recorded] == [c.op for c in cases]
     for row, case in zip(recorded, cases):
         assert [tuple(x) for x in row["input_shapes"]] == list(case.input_shapes)

@@ -8,7 +8,7 @@
 # (benchmarks/gpu/rope_cat_shapes.py: first, on the CPU machine, from the repository root,
 # `maya emulate --trace-dir rope_trace benchmarks/gpu/rope_cat_shapes.py && rm rope_trace/timeline.json`;
 # untracked, so the call carries it) timed by `maya profile --trace`; the norm grid's CNN-layout cases (batch and
-# group norms, `maya profile --families norm --cnn-layouts`, in $DIR/norm_cnn); then convolution draws behind the GPU sleep,
+# group norms and channel layer norms, `maya profile --families norm --cnn-layouts`, in $DIR/norm_cnn); then convolution draws behind the GPU sleep,
 # the seeds session 21 left (102-105, 115-117) and 128 onwards, until END s (default 520). In /tmp/s22a,
 # tarred to OUT/s22a.tgz. Not yet run.
 set -u
@@ -22,7 +22,7 @@ timeout 120 python3 benchmarks/gpu/host_phase_probe.py --out $DIR/phases mobilen
 echo "host_phase_probe mobilenet rc=$? at $SECONDS s" >> $DIR/jobs.txt
 timeout 90 python3 -m maya.estimator.profiler --trace rope_trace --out $DIR/rope > $DIR/rope.log 2>&1
 echo "rope cats rc=$? at $SECONDS s" >> $DIR/jobs.txt
-timeout 150 python3 -m maya.estimator.profiler --families norm --cnn-layouts --out $DIR/norm_cnn > $DIR/norm_cnn.log 2>&1
+timeout 240 python3 -m maya.estimator.profiler --families norm --cnn-layouts --out $DIR/norm_cnn > $DIR/norm_cnn.log 2>&1
 echo "norm cnn layouts rc=$? at $SECONDS s" >> $DIR/jobs.txt
 bash benchmarks/gpu/run_random_draws.sh $DIR/draws 0 $((end - SECONDS)) $(for s in 102 103 104 105 115 116 117 $(seq 128 140); do echo conv:$s; done) >> $DIR/jobs.txt
 date -u +%FT%TZ >> $DIR/env.txt
