@@ -154,16 +154,19 @@ def estimate_and_simulate(
     rank_to_representative: Mapping[int, int] | None = None,
     params: SimulationParams | None = None,
     exact: str | os.PathLike | None = None,
+    host_per_op_us: Mapping[str, float] | None = None,
 ) -> tuple[dict[int, pd.DataFrame], SimulationResult]:
     """`predict`'s estimation and simulation (same arguments): each representative rank's estimated
     trace (with `host_us` and `launch_us`) and the simulation result, whose `timelines` give every
-    row's host and GPU times."""
+    row's host and GPU times. `host_per_op_us`: host figures to use instead of the shipped ones
+    (`per_op_us` of another machine's `maya profile --families host`; figures it lacks stay shipped)."""
     exact_table = _user_exact_table(exact, gpu) if exact is not None else None
+    figures = dict(host_per_op_us) if host_per_op_us is not None else None
     estimated = {}
     for rank, table in tables.items():
         df = estimate_trace(table, gpu=gpu, exact=exact_table)
-        df["host_us"] = host_costs_us(df, gpu)
-        df["launch_us"] = launch_stream_us(df, gpu)
+        df["host_us"] = host_costs_us(df, gpu, per_op_us=figures)
+        df["launch_us"] = launch_stream_us(df, gpu, per_op_us=figures)
         estimated[rank] = df
     if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
         params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),

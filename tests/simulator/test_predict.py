@@ -86,3 +86,22 @@ def test_cluster_must_match_the_gpu_and_fit_the_job(gpt_run):
     tiny = load_cluster("dgx-h200")
     with pytest.raises(ValueError, match=r"world_size=16 > nodes=1 \* gpus_per_node=8 = 8 GPUs"):
         predict(tables, "h200", cluster=tiny, rank_to_representative={r: 0 for r in range(16)})
+
+
+def test_another_machines_host_figures_replace_the_shipped_ones(gpt_run):
+    # `maya profile --families host` on another machine: its per-op figures price every row's host
+    # time, and a slower host gives a step at least as long.
+    from maya.estimator.host_cost import host_overhead
+    from maya.hardware.cluster import cluster_for_gpu
+    from maya.predict import estimate_and_simulate
+
+    tables = {0: read_rank_trace(gpt_run[1], 0)}
+    cluster = cluster_for_gpu("h200", 1)
+    shipped, base = estimate_and_simulate(tables, "h200", cluster)
+    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
+    priced, slow = estimate_and_simulate(tables, "h200", cluster, host_per_op_us=slower)
+    launches = shipped[0]["kind"].isin(["kernel", "memcpy", "collective"]).to_numpy()
+    assert (priced[0]["host_us"].to_numpy()[launches] > shipped[0]["host_us"].to_numpy()[launches]).all()
+    assert priced[0]["duration_us"].equals(shipped[0]["duration_us"])
+    assert all(s >= b for s, b in zip(slow.iteration_times_us, base.iteration_times_us))
+    assert sum(slow.iteration_times_us) > sum(base.iteration_times_us)
