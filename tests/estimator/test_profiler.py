@@ -73,7 +73,9 @@ def test_every_family_has_a_quick_grid_and_a_full_grid_within_budget():
     for family in FAMILIES:
         assert grid(family, quick=True), family
         total += len(grid(family))
-    assert 5000 <= total <= 10500  # 9,856 signatures took 229 s on an H200 (benchmarks/gpu/profile_h200.log)
+    # 9,856 signatures took 229 s on an H200 (benchmarks/gpu/profile_h200.log); the norm grid's 480
+    # CNN batch- and group-norm cases 7 s more (benchmarks/gpu/session22_h200/s22a/jobs.txt).
+    assert 5000 <= total <= 11500
 
 
 def _signature(case):
