@@ -89,6 +89,7 @@ def predict(
     timeline_path: str | os.PathLike | None = None,
     params: SimulationParams | None = None,
     exact: str | os.PathLike | None = None,
+    host_per_op_us: Mapping[str, float] | None = None,
 ) -> Prediction:
     """Estimate every representative rank's trace on GPUs of type `gpu`, simulate the job, summarise.
 
@@ -109,6 +110,8 @@ def predict(
         exact: op times measured on a real `gpu` for this trace (`maya profile --trace` output: its
             `exact.parquet` or the directory); they take precedence over the shipped exact table
             and the models for the signatures they hold.
+        host_per_op_us: host figures measured on the machine the job will run on (`per_op_us` of its
+            `maya profile --families host`), in place of the shipped ones it names.
 
     Raises:
         ValueError: `cluster`'s GPU is not `gpu`, the job does not fit the cluster, or the ranks are
@@ -120,7 +123,7 @@ def predict(
     elif cluster.gpu != gpu:
         raise ValueError(f"cluster {cluster.name!r} has gpu={cluster.gpu!r} but the ops are estimated for gpu={gpu!r}")
     estimated, result = estimate_and_simulate(tables, gpu, cluster, rank_to_representative=rank_to_representative,
-                                              params=params, exact=exact)
+                                              params=params, exact=exact, host_per_op_us=host_per_op_us)
     if timeline_path is None and trace_dir is not None:
         timeline_path = Path(trace_dir) / "timeline.json"
     timeline = str(export_chrome_trace(result, timeline_path)) if timeline_path is not None else None

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -32,6 +33,7 @@ def simulate_trace_dir(
     tokens_per_iteration: int | None = None,
     params: SimulationParams | None = None,
     exact: str | os.PathLike | None = None,
+    host_profile: str | os.PathLike | None = None,
 ) -> EmulationSummary:
     """Estimate and simulate the traces of a finished `maya emulate` run on a cluster; same summary shape.
 
@@ -50,6 +52,8 @@ def simulate_trace_dir(
         params: host, overlap and NCCL calibration of the simulation.
         exact: op times of this trace measured on a real GPU of the target type (`maya profile
             --trace TRACE_DIR --out DIR`: DIR or DIR/exact.parquet); used before the models.
+        host_profile: the host costs of the machine the job will run on (`maya profile --families host
+            --out DIR`: DIR or DIR/host_overhead.json); its per-op figures replace the shipped ones.
 
     Returns:
         The summary, with `gpu` the cluster's GPU and `emulated_gpu` the one the trace was recorded
@@ -59,9 +63,11 @@ def simulate_trace_dir(
         IncompleteTraceError: the directory has no meta.json (the emulation failed or was interrupted).
         TraceSchemaError: the trace was written by an incompatible Maya.
         ValueError: a bad cluster spec, a job that does not fit the cluster, inconsistent meta.json,
-            or collectives that can never match across ranks.
+            collectives that can never match across ranks, or a host profile without per-op figures.
+        FileNotFoundError: `host_profile` does not exist.
     """
     trace_dir = Path(trace_dir)
+    host_per_op_us = read_host_profile(host_profile) if host_profile is not None else None
     meta = read_meta(trace_dir)
     world_size = int(meta["world_size"])
     emulated_gpu = str(meta["gpu"])
@@ -78,7 +84,7 @@ def simulate_trace_dir(
     prediction = predict(
         tables, spec.gpu, cluster=spec, rank_to_representative=representative,
         timeline_path=timeline_path if timeline_path is not None else trace_dir / f"timeline-{spec.name}.json",
-        params=params, exact=exact,
+        params=params, exact=exact, host_per_op_us=host_per_op_us,
     )
     iterations = _iterations(tables[prediction.slowest_rank], prediction.iteration_ms)
     return EmulationSummary(
@@ -92,6 +98,31 @@ def simulate_trace_dir(
         samples_per_iteration=samples_per_iteration,
         tokens_per_iteration=tokens_per_iteration,
     )
+
+
+def read_host_profile(path: str | os.PathLike) -> dict[str, float]:
+    """The per-op host figures (microseconds) of a `maya profile --families host` output: its directory
+    or its host_overhead.json.
+
+    Raises:
+        FileNotFoundError: no such file (or no host_overhead.json in the directory).
+        ValueError: the file is not JSON with a `per_op_us` object of non-negative numbers.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "host_overhead.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"host profile {path} not found (the output of `maya profile --families host --out DIR`)")
+    try:
+        figures = json.loads(path.read_text()).get("per_op_us")
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise ValueError(f"host profile {path} is not a `maya profile --families host` JSON file: {e}") from None
+    if not isinstance(figures, dict) or not figures:
+        raise ValueError(f"host profile {path} has no per_op_us figures (is it `maya profile --families host` output?)")
+    bad = sorted(k for k, v in figures.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0)
+    if bad:
+        raise ValueError(f"host profile {path}: per_op_us figures must be non-negative numbers of microseconds: {', '.join(bad)}")
+    return {k: float(v) for k, v in figures.items()}
 
 
 def _rank_to_representative(meta: dict, world_size: int, emulated_ranks: list[int]) -> dict[int, int]:

@@ -32,6 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exact", metavar="PATH",
                    help="op times measured for this trace on a real GPU of the target type (the output of "
                    "`maya profile --trace TRACE_DIR --out DIR`: DIR or DIR/exact.parquet); used before the models")
+    p.add_argument("--host-profile", metavar="PATH",
+                   help="host costs measured on the machine the job will run on (the output of `maya profile "
+                   "--families host --out DIR`: DIR or DIR/host_overhead.json); its per-op figures replace the "
+                   "shipped ones, whose CPU may be faster or slower than yours")
     p.set_defaults(run=run)
 
 
@@ -49,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
             samples_per_iteration=args.samples_per_iteration,
             tokens_per_iteration=args.tokens_per_iteration,
             exact=args.exact,
+            host_profile=args.host_profile,
         )
     except (FileNotFoundError, ValueError, SimulationDeadlockError) as e:
         print(f"maya simulate: error: {e}", file=sys.stderr)

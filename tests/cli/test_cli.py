@@ -74,6 +74,11 @@ def test_emulate_then_simulate_on_another_cluster(tmp_path, capsys):
     assert a100["median_iteration_ms"] != s["median_iteration_ms"]
     assert (tmp_path / "t" / "timeline-dgx-a100.json").exists()
 
+    # A host profile that is not there is named, with the command that makes one.
+    assert main(["simulate", str(tmp_path / "t"), "--host-profile", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert "maya simulate: error: host profile" in err and "maya profile --families host" in err
+
 
 def test_simulate_incomplete_trace_dir_exits_2_with_message(tmp_path, capsys):
     assert main(["simulate", str(tmp_path)]) == 2

@@ -106,3 +106,36 @@ def test_missing_exact_table_is_named(gpt_run, tmp_path):
     _, trace_dir = gpt_run
     with pytest.raises(FileNotFoundError, match="maya profile --trace"):
         maya.simulate_trace_dir(trace_dir, exact=tmp_path / "nowhere")
+
+
+def test_host_profile_of_the_users_machine_replaces_the_shipped_host_figures(gpt_run, tmp_path):
+    """`maya simulate --host-profile`: the output of `maya profile --families host` on the machine the
+    job will run on prices every op's host time; a host three times slower gives a longer step."""
+    from maya.estimator.host_cost import host_overhead
+
+    _, trace_dir = gpt_run
+    profile = tmp_path / "host"
+    profile.mkdir()
+    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
+    (profile / "host_overhead.json").write_text(json.dumps({"per_op_us": slower, "device": "cuda"}))
+    default = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "a.json")
+    slow = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "b.json", host_profile=profile)
+    assert slow.median_iteration_ms > 1.2 * default.median_iteration_ms
+    same = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "c.json",
+                                   host_profile=profile / "host_overhead.json")
+    assert same.median_iteration_ms == pytest.approx(slow.median_iteration_ms)
+
+
+@pytest.mark.parametrize("content, match", [
+    (None, "not found"),
+    ("not json", "not a `maya profile --families host` JSON"),
+    ('{"iterations": 5}', "no per_op_us"),
+    ('{"per_op_us": {"aten_op_us": -1.0, "synchronize_us": "fast"}}', "aten_op_us, synchronize_us"),
+])
+def test_bad_host_profiles_are_named(gpt_run, tmp_path, content, match):
+    _, trace_dir = gpt_run
+    path = tmp_path / "host_overhead.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises((FileNotFoundError, ValueError), match=match):
+        maya.simulate_trace_dir(trace_dir, host_profile=path)
