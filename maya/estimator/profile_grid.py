@@ -404,6 +404,27 @@ def _norm(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
 BATCHNORM_SHAPES = ((64, 112), (64, 56), (256, 56), (128, 28), (512, 28), (256, 14), (1024, 14), (512, 7), (2048, 7))
 
 
+BATCH_NORM_OPS = ("aten::cudnn_batch_norm", "aten::cudnn_batch_norm_backward", "aten::native_batch_norm",
+                  "aten::native_batch_norm_backward", "aten::_batch_norm_with_update", "aten::batch_norm_backward")
+"""Every op PyTorch versions dispatch a training-mode batch norm to, forward and backward."""
+
+
+def _batch_norm_cases(x: TensorSpec, ops: Sequence[str] = BATCH_NORM_OPS) -> Iterator[ProfileCase]:
+    """Training-mode batch norm of the [N, C, H, W] input `x` through each of `ops`, in that order,
+    with float32 parameters and statistics (as AMP keeps them)."""
+    p, reserve = _spec((x.shape[1],), "float32"), _spec((0,), "uint8")
+    args = {
+        "aten::cudnn_batch_norm": [x, p, p, p, p, True, 0.1, 1e-5],
+        "aten::cudnn_batch_norm_backward": [x, x, p, p, p, p, p, 1e-5, reserve],
+        "aten::native_batch_norm": [x, p, p, p, p, True, 0.1, 1e-5],
+        "aten::native_batch_norm_backward": [x, x, p, p, p, p, p, True, 1e-5, [True] * 3],
+        "aten::_batch_norm_with_update": [x, p, p, p, p, 0.1, 1e-5],
+        "aten::batch_norm_backward": [x, x, p, p, p, p, p, True, 1e-5, [True] * 3, reserve],
+    }
+    for op in ops:
+        yield make_case("norm", op, args[op])
+
+
 def _batchnorm(quick: bool) -> Iterator[ProfileCase]:
     """Batch norm forward and backward through each op PyTorch versions dispatch to (family "norm")."""
     shapes = [(4, 8)] if quick else BATCHNORM_SHAPES
@@ -411,20 +432,7 @@ def _batchnorm(quick: bool) -> Iterator[ProfileCase]:
     for dtype in ("float32",) if quick else ("bfloat16", "float32"):
         for c, hw in shapes:
             for channels_last in (False, True):
-                x = _image((n, c, hw, hw), dtype, channels_last)
-                p = _spec((c,), "float32")  # AMP keeps batch-norm parameters and statistics in fp32
-                reserve = _spec((0,), "uint8")
-                yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
-                yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve])
-                yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
-                yield make_case(
-                    "norm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3]
-                )
-                yield make_case("norm", "aten::_batch_norm_with_update", [x, p, p, p, p, 0.1, 1e-5])
-                yield make_case(
-                    "norm", "aten::batch_norm_backward",
-                    [x, x, p, p, p, p, p, True, 1e-5, [True] * 3, reserve],
-                )  # fmt: skip
+                yield from _batch_norm_cases(_image((n, c, hw, hw), dtype, channels_last))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -718,13 +726,8 @@ def _cnn_layout_norms() -> Iterator[ProfileCase]:
 def _cnn_batch_norm_cases(shape: Sequence[int], dtype: str, channels_last: bool) -> Iterator[ProfileCase]:
     """Training-mode batch norm forward and backward with float32 parameters: cuDNN's ops on a
     float32 input, the native ones on a bfloat16 input (cuDNN's take no bfloat16 input)."""
-    x, p = _image(shape, dtype, channels_last), _spec((shape[1],), "float32")
-    if dtype == "float32":
-        yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
-        yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, _spec((0,), "uint8")])
-    else:
-        yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
-        yield make_case("norm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3])
+    ops = BATCH_NORM_OPS[:2] if dtype == "float32" else BATCH_NORM_OPS[2:4]
+    yield from _batch_norm_cases(_image(shape, dtype, channels_last), ops)
 
 
 def _channel_layer_norm_cases(shape: Sequence[int], dtype: str, permuted: bool) -> Iterator[ProfileCase]:
@@ -989,16 +992,9 @@ def _random_norm(rng: random.Random) -> Iterator[ProfileCase]:
             if _nbytes((n, c, hw, hw), dtype) > GIB:
                 continue
             channels_last = rng.random() < 0.5
-            x = _image((n, c, hw, hw), dtype, channels_last)
-            p, reserve = _spec((c,), "float32"), _spec((0,), "uint8")
-            yield make_case("norm", "aten::cudnn_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
-            yield make_case("norm", "aten::cudnn_batch_norm_backward", [x, x, p, p, p, p, p, 1e-5, reserve])
-            yield make_case("norm", "aten::native_batch_norm", [x, p, p, p, p, True, 0.1, 1e-5])
-            # What an AMP model's bfloat16 batch norm runs backward (cuDNN's takes no bfloat16 input);
-            # no random draw consumed, so a seed's other shapes stay as they were.
-            yield make_case(
-                "norm", "aten::native_batch_norm_backward", [x, x, p, p, p, p, p, True, 1e-5, [True] * 3]
-            )  # fmt: skip
+            # With native_batch_norm_backward, what an AMP model's bfloat16 batch norm runs backward
+            # (cuDNN's takes no bfloat16 input).
+            yield from _batch_norm_cases(_image((n, c, hw, hw), dtype, channels_last), BATCH_NORM_OPS[:4])
             continue
         tokens, c = _log_uniform(rng, 16, 65536), _model_width(rng)
         if _nbytes((tokens, c), dtype) > GIB:
