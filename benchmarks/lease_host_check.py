@@ -50,7 +50,9 @@ def main() -> None:
     p.add_argument("--ground-truth", type=Path, nargs="+", required=True,
                    help="that lease's measure_ground_truth.py output (one or more files)")
     args = p.parse_args()
-    figures = json.loads(args.host.read_text())["per_op_us"]
+    from maya.estimator.host_cost import read_host_profile
+
+    figures = read_host_profile(args.host)
     held_out = {w.name for w in WORKLOADS if w.held_out}
     truth = {w["name"]: w for path in args.ground_truth for w in json.loads(path.read_text())["workloads"]
              if w.get("ok") and w["name"] not in held_out}

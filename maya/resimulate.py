@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from maya.estimator.host_cost import read_host_profile
 from maya.hardware import load_gpu
 from maya.hardware.cluster import ClusterSpec, available_clusters, cluster_for_gpu, load_cluster
 from maya.predict import predict
@@ -98,31 +98,6 @@ def simulate_trace_dir(
         samples_per_iteration=samples_per_iteration,
         tokens_per_iteration=tokens_per_iteration,
     )
-
-
-def read_host_profile(path: str | os.PathLike) -> dict[str, float]:
-    """The per-op host figures (microseconds) of a `maya profile --families host` output: its directory
-    or its host_overhead.json.
-
-    Raises:
-        FileNotFoundError: no such file (or no host_overhead.json in the directory).
-        ValueError: the file is not JSON with a `per_op_us` object of non-negative numbers.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "host_overhead.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"host profile {path} not found (the output of `maya profile --families host --out DIR`)")
-    try:
-        figures = json.loads(path.read_text()).get("per_op_us")
-    except (json.JSONDecodeError, AttributeError) as e:
-        raise ValueError(f"host profile {path} is not a `maya profile --families host` JSON file: {e}") from None
-    if not isinstance(figures, dict) or not figures:
-        raise ValueError(f"host profile {path} has no per_op_us figures (is it `maya profile --families host` output?)")
-    bad = sorted(k for k, v in figures.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0)
-    if bad:
-        raise ValueError(f"host profile {path}: per_op_us figures must be non-negative numbers of microseconds: {', '.join(bad)}")
-    return {k: float(v) for k, v in figures.items()}
 
 
 def _rank_to_representative(meta: dict, world_size: int, emulated_ranks: list[int]) -> dict[int, int]:

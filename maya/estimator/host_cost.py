@@ -41,6 +41,31 @@ def _host_overhead_file(gpu: str) -> dict:
     return json.loads(path.read_text())
 
 
+def read_host_profile(path: str | Path) -> dict[str, float]:
+    """The per-op host figures (microseconds) of a `maya profile --families host` output, its directory
+    or its host_overhead.json (the shipped files' format), measured on another machine.
+
+    Raises:
+        FileNotFoundError: no such file (or no host_overhead.json in the directory).
+        ValueError: the file is not JSON with a `per_op_us` object of non-negative numbers.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "host_overhead.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"host profile {path} not found (the output of `maya profile --families host --out DIR`)")
+    try:
+        figures = json.loads(path.read_text()).get("per_op_us")
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise ValueError(f"host profile {path} is not a `maya profile --families host` JSON file: {e}") from None
+    if not isinstance(figures, dict) or not figures:
+        raise ValueError(f"host profile {path} has no per_op_us figures (is it `maya profile --families host` output?)")
+    bad = sorted(k for k, v in figures.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0)
+    if bad:
+        raise ValueError(f"host profile {path}: per_op_us figures must be non-negative numbers of microseconds: {', '.join(bad)}")
+    return {k: float(v) for k, v in figures.items()}
+
+
 def host_overhead(gpu: str = "h200") -> dict[str, float]:
     """Per-op host costs (microseconds) measured on a real `gpu` machine; the H200's for others."""
     return _host_overhead_file(gpu)["per_op_us"]
