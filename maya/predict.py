@@ -164,12 +164,11 @@ def estimate_and_simulate(
     row's host and GPU times. `host_per_op_us`: host figures to use instead of the shipped ones
     (`per_op_us` of another machine's `maya profile --families host`; figures it lacks stay shipped)."""
     exact_table = _user_exact_table(exact, gpu) if exact is not None else None
-    figures = dict(host_per_op_us) if host_per_op_us is not None else None
     estimated = {}
     for rank, table in tables.items():
         df = estimate_trace(table, gpu=gpu, exact=exact_table)
-        df["host_us"] = host_costs_us(df, gpu, per_op_us=figures)
-        df["launch_us"] = launch_stream_us(df, gpu, per_op_us=figures)
+        df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
+        df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
         estimated[rank] = df
     if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
         params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),
