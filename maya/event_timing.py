@@ -36,7 +36,7 @@ class EventTimer:
 
         table = rows_to_table(rows)
         table = table.filter(pc.not_equal(table["kind"], "collective"))
-        df = estimate_trace(table, gpu=self.gpu)
+        df = estimate_trace(table, gpu=self.gpu, warn_unmodelled=False)  # the final estimate warns once
         df["host_us"] = host_costs_us(df, self.gpu)
         df["launch_us"] = launch_stream_us(df, self.gpu)
         result = simulate({0: df}, cluster_for_gpu(self.gpu, 1))

@@ -1,5 +1,7 @@
 """`Event.elapsed_time` inside an emulated script returns Maya's predicted time."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,3 +21,14 @@ def test_a_script_logging_its_step_time_prints_the_prediction(tmp_path):
     # (the events bracket the whole step; iteration 0 of the summary also holds the set-up).
     for t, it in zip(logged[1:], summary.iterations[1:]):
         assert t == pytest.approx(it.time_ms, rel=0.05)
+
+
+def test_ops_without_a_model_are_warned_about_once_for_the_whole_run_not_per_timed_step():
+    script = Path(__file__).parent / "emulator" / "scripts" / "timed_unmodelled.py"
+    done = subprocess.run([sys.executable, "-m", "maya", "emulate", str(script)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert sum(line.startswith("step ") for line in done.stdout.splitlines()) == 3
+    warnings = [line for line in done.stderr.splitlines() if "had no model" in line]
+    assert len(warnings) == 1, done.stderr
+    assert "aten::searchsorted.Tensor (3)" in warnings[0]

@@ -69,6 +69,7 @@ def estimate_trace(
     exact: ExactArg = None,
     allow_tf32: bool = False,
     calibrated: bool = True,
+    warn_unmodelled: bool = True,
 ) -> pd.DataFrame:
     """Add `duration_us`, `estimate_source` and `low_confidence` to every trace row.
 
@@ -83,6 +84,8 @@ def estimate_trace(
         calibrated: apply the in-training calibration (`calibration.py`: per-family factors, the
             profiles' event overhead); False gives the raw profile-based estimates that
             `benchmarks/calibrate.py` fits it from.
+        warn_unmodelled: log a warning that counts the ops no model covers (roofline estimates);
+            False for partial estimates whose whole trace is estimated (and warned about) later.
 
     Returns:
         The rows as a DataFrame (list columns Arrow-backed when given an Arrow table) with
@@ -96,6 +99,7 @@ def estimate_trace(
     duration_us, source, low_confidence = _estimate(
         table_or_df, models=models, target=load_gpu(gpu), exact=_exact_table(models, exact), allow_tf32=allow_tf32,
         calibration=load_calibration(models.models_dir) if calibrated else NO_CALIBRATION,
+        warn_unmodelled=warn_unmodelled,
     )
     if isinstance(table_or_df, pa.Table):
         frame = table_or_df.to_pandas(types_mapper=_arrow_backed_lists)
@@ -138,7 +142,7 @@ def _exact_table(models: ModelSet, exact: ExactArg) -> ExactTable | None:
 
 def _estimate(
     data: pa.Table | pd.DataFrame, *, models: ModelSet, target: GpuSpec, exact: ExactTable | None, allow_tf32: bool,
-    calibration: Calibration,
+    calibration: Calibration, warn_unmodelled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(duration_us, estimate_source, low_confidence) arrays for every row of a trace."""
     table = as_arrow(data, ("kind", *FEATURE_COLUMNS))
@@ -160,7 +164,7 @@ def _estimate(
         counts = np.bincount(inverse.ravel(), minlength=len(first))
         u_duration, u_source, u_low = _estimate_unique(
             unique_rows, keys[first], counts, models=models, target=target, exact=exact, allow_tf32=allow_tf32,
-            calibration=calibration,
+            calibration=calibration, warn_unmodelled=warn_unmodelled,
         )
         inverse = inverse.ravel()
         duration_us[kernel] = u_duration[inverse]
@@ -188,7 +192,7 @@ def _model_features(model, family: str) -> list[str]:
 
 def _estimate_unique(
     table: pa.Table, keys: np.ndarray, counts: np.ndarray, *, models: ModelSet, target: GpuSpec,
-    exact: ExactTable | None, allow_tf32: bool, calibration: Calibration,
+    exact: ExactTable | None, allow_tf32: bool, calibration: Calibration, warn_unmodelled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Estimate each distinct signature once; `counts` is how many trace rows share it."""
     n = table.num_rows
@@ -225,7 +229,8 @@ def _estimate_unique(
             flops[fallback], bytes_[fallback], peak, target.memory_bandwidth_bytes_per_s
         )
         source[fallback] = EstimateSource.ROOFLINE.value
-        _warn_unmodelled(ops[fallback], counts[fallback])
+        if warn_unmodelled:
+            _warn_unmodelled(ops[fallback], counts[fallback])
     low_confidence = fallback | (models.gpu.key != target.key)
     return duration_us, source, low_confidence
 
