@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 
@@ -14,7 +15,8 @@ def write_traces_dataset(trace_dir: str | os.PathLike, tables: Mapping[int, pa.T
     """Gather the ranks' trace tables into a Ray Dataset and write it partitioned by rank.
 
     Each partition `TRACE_DIR/rank=<r>/` then holds that rank's rows with the trace schema (and
-    its version) and no `rank` column; `maya.trace.store.read_rank_trace` reads it back.
+    its version) and no `rank` column; `maya.trace.store.read_rank_trace` reads it back. Ray Data's
+    own INFO lines (execution plan, rows written) show only when INFO logging is on (`maya -v`).
     """
     import ray.data
 
@@ -24,4 +26,11 @@ def write_traces_dataset(trace_dir: str | os.PathLike, tables: Mapping[int, pa.T
         blocks.append(table.append_column("rank", pa.array([rank] * table.num_rows, pa.int32())))
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
-    ray.data.from_arrow(blocks).write_parquet(str(trace_dir), partition_cols=["rank"])
+    data_logger = logging.getLogger("ray.data")
+    level = data_logger.level
+    if not logging.getLogger().isEnabledFor(logging.INFO):
+        data_logger.setLevel(logging.ERROR)
+    try:
+        ray.data.from_arrow(blocks).write_parquet(str(trace_dir), partition_cols=["rank"])
+    finally:
+        data_logger.setLevel(level)
