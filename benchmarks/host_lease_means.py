@@ -1,0 +1,109 @@
+"""Shipped host figures borrowed from other leases: the mean over every H200 lease that measured them.
+
+    python benchmarks/host_lease_means.py            # print the figures
+    python benchmarks/host_lease_means.py --write    # store them in the shipped host_overhead.json
+
+Most of the shipped H200 host figures (`maya/estimator/data/h200/host_overhead.json`) come from the
+machine of the first ground truth. Three groups were added to `maya profile --families host` later and
+come from other leases (`GROUPS`): the CNN-layer extras (a convolution's and a training batch norm's
+host time beyond a one-launch op), a cuDNN RNN's host time per time step, and an activation-checkpoint
+region's fixed and per-recomputed-op cost. They move several-fold between leases (a convolution's
+backward extra: 21.6 us on session 17's machine, 86.0 on session 22's), so one lease's reading is one
+draw. Each lease's figures are scaled to the shipped machine by the ratio of `autograd_backward_op_us`
+(the shipped file's / the lease's), then averaged over the group's leases: those that measured the
+group with its current method (the CNN extras since commit 680d121, the RNN figures since a139c53; the
+checkpoint figures' method is unchanged since 84b24be). Only the standard library and the project are
+needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU = ROOT / "benchmarks" / "gpu"
+HOST_FILE = ROOT / "maya" / "estimator" / "data" / "h200" / "host_overhead.json"
+SPEED_FIGURE = "autograd_backward_op_us"
+
+_S17 = GPU / "session17_h200"
+_S22 = GPU / "session22_h200" / "s22a" / "host" / "host_overhead.json"
+_PHASE = GPU / "host_phase_h200"
+GROUPS: dict[tuple[str, ...], tuple[Path, ...]] = {
+    ("conv_forward_extra_us", "conv_backward_extra_us", "batch_norm_forward_extra_us", "batch_norm_backward_extra_us"):
+        (_S17 / "s17c" / "host" / "host_overhead.json", _S22),
+    ("rnn_cell_forward_us", "rnn_cell_backward_us"):
+        (_S17 / "s17a" / "host" / "host_overhead.json", _S17 / "s17b" / "host" / "host_overhead.json",
+         _S17 / "s17c" / "host" / "host_overhead.json", _S22),
+    ("checkpoint_region_us", "checkpoint_per_op_us"):
+        (GPU / "host_overhead_h200_lease9_run1.json", GPU / "host_overhead_h200_lease9_run2.json",
+         _PHASE / "lease_a" / "host_overhead.json", _PHASE / "lease_b" / "host_overhead.json",
+         _PHASE / "lease_b" / "host_overhead_after.json", _PHASE / "lease_c" / "host_overhead_run1.json",
+         _PHASE / "lease_c" / "host_overhead_run2.json", GPU / "host_profile_h200x4" / "lease1" / "host_overhead.json",
+         GPU / "multi_gpu_h200x2" / "host_overhead_h200x2.json",
+         GPU / "rnn_sleep_h200" / "host_overhead_2026-12-02.json", _S17 / "s17a" / "host" / "host_overhead.json",
+         _S17 / "s17b" / "host" / "host_overhead.json", _S17 / "s17c" / "host" / "host_overhead.json", _S22),
+}
+"""Figure names -> the `maya profile --families host` outputs (one per lease and run) that measured
+them with the current method."""
+
+
+def scaled(shipped: dict[str, float], lease: dict[str, float], keys: tuple[str, ...]) -> dict[str, float]:
+    """One lease's `keys` at the shipped machine's host speed."""
+    factor = shipped[SPEED_FIGURE] / lease[SPEED_FIGURE]
+    return {key: lease[key] * factor for key in keys}
+
+
+def mean_figures(shipped: dict[str, float], leases: list[dict[str, float]], keys: tuple[str, ...]) -> dict[str, float]:
+    """The mean over `leases` of their scaled `keys`, rounded to 0.001 us."""
+    each = [scaled(shipped, lease, keys) for lease in leases]
+    return {key: round(statistics.mean(s[key] for s in each), 3) for key in keys}
+
+
+def names(keys: tuple[str, ...]) -> str:
+    """`a, b and c`: how the shipped file's notes name a group of figures."""
+    return ", ".join(keys[:-1]) + f" and {keys[-1]}"
+
+
+def with_note(notes: str, keys: tuple[str, ...], figures: dict[str, float], sources: tuple[Path, ...]) -> str:
+    """The shipped file's `notes` with its sentence on `keys` (the one that starts with their names)
+    replaced by one that says where `figures` come from."""
+    kept = [s for s in notes.split(". ") if s and not s.startswith(names(keys))]
+    files = ", ".join(str(path.relative_to(ROOT)) for path in sources)
+    sentence = (f"{names(keys)} ({', '.join(f'{figures[k]:.3f}' for k in keys)} us) are `python "
+                f"benchmarks/host_lease_means.py --write`: the mean over the {len(sources)} host profiles of H200 "
+                f"leases that measured them with the current method ({files}), each scaled to this machine's host "
+                f"speed by the ratio of {SPEED_FIGURE} (this file's / the lease's)")
+    return ". ".join(s.rstrip(".") for s in kept) + ". " + sentence + "."
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--write", action="store_true", help=f"store the figures in {HOST_FILE.relative_to(ROOT)}")
+    args = p.parse_args()
+    data = json.loads(HOST_FILE.read_text())
+    shipped = data["per_op_us"]
+    for keys, sources in GROUPS.items():
+        leases = [json.loads(path.read_text())["per_op_us"] for path in sources]
+        figures = mean_figures(shipped, leases, keys)
+        print(f"\n| host profile | {SPEED_FIGURE} | scale | " + " | ".join(keys) + " |")
+        print("|---|---:|---:|" + "---:|" * len(keys))
+        for path, lease in zip(sources, leases):
+            each = scaled(shipped, lease, keys)
+            cells = " | ".join(f"{lease[k]:.1f} -> {each[k]:.1f}" for k in keys)
+            print(f"| {path.relative_to(ROOT)} | {lease[SPEED_FIGURE]:.2f} | "
+                  f"{shipped[SPEED_FIGURE] / lease[SPEED_FIGURE]:.3f} | {cells} |")
+        print(f"| **mean** (shipped before) | {shipped[SPEED_FIGURE]:.2f} | | "
+              + " | ".join(f"{figures[k]:.3f} ({shipped[k]:.3f})" for k in keys) + " |")
+        if args.write:
+            shipped.update(figures)
+            data["notes"] = with_note(data["notes"], keys, figures, sources)
+    if args.write:
+        HOST_FILE.write_text(json.dumps(data, indent=2) + "\n")
+        print(f"\nwrote {HOST_FILE.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

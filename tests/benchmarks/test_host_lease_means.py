@@ -1,0 +1,43 @@
+"""benchmarks/host_lease_means.py: borrowed host figures are the scaled mean over the leases that measured them."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "host_lease_means.py"
+_spec = importlib.util.spec_from_file_location("benchmarks_host_lease_means", PATH)
+means = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = means
+_spec.loader.exec_module(means)
+
+KEYS = ("conv_forward_extra_us", "conv_backward_extra_us")
+
+
+def test_each_lease_is_scaled_to_the_shipped_host_speed_before_the_mean():
+    shipped = {"autograd_backward_op_us": 30.0}
+    fast = {"autograd_backward_op_us": 30.0, **dict.fromkeys(KEYS, 20.0)}
+    slow = {"autograd_backward_op_us": 60.0, **dict.fromkeys(KEYS, 100.0)}  # 50 at the shipped speed
+    assert means.mean_figures(shipped, [fast, slow], KEYS) == dict.fromkeys(KEYS, 35.0)
+
+
+def test_the_note_on_a_group_is_replaced_and_the_other_sentences_kept():
+    notes = f"First figure from a run (factor 0.713). {means.names(KEYS)} come from one old lease: factor 1.082. Last one."
+    sources = (means.GPU / "a.json", means.GPU / "b.json")
+    out = means.with_note(notes, KEYS, dict.fromkeys(KEYS, 1.5), sources)
+    assert out.startswith("First figure from a run (factor 0.713). Last one. ")
+    assert "old lease" not in out and out.count(means.names(KEYS)) == 1 and "(1.500, 1.500 us)" in out
+    assert "benchmarks/gpu/a.json, benchmarks/gpu/b.json" in out
+    assert means.with_note(out, KEYS, dict.fromkeys(KEYS, 1.5), sources) == out
+
+
+def test_the_shipped_figures_are_what_the_committed_command_writes():
+    data = json.loads(means.HOST_FILE.read_text())
+    for keys, sources in means.GROUPS.items():
+        leases = [json.loads(path.read_text())["per_op_us"] for path in sources]
+        expected = means.mean_figures(data["per_op_us"], leases, keys)
+        assert {key: data["per_op_us"][key] for key in keys} == pytest.approx(expected, abs=1e-9)
+        assert data["notes"].count(means.names(keys)) == 1
+    assert data["notes"].count("host_lease_means.py --write") == len(means.GROUPS)
