@@ -545,12 +545,31 @@ def _elementwise_calls(x: TensorSpec, cond: TensorSpec) -> list[tuple[str, list,
     ]
 
 
+def _factory_calls(shape: tuple[int, ...], dtype: str) -> list[tuple[str, list, dict]]:
+    """(op, args, kwargs) of the ops that fill a new or existing tensor of `shape` without reading one:
+    `torch.zeros`/`ones`/`full` and the random generators, as scripts make noise, masks and token
+    batches on the GPU (a trace records them with no tensor input). No shipped profile has timed them
+    yet: until one does, `families.OP_FAMILIES` leaves them out and they are estimated by roofline."""
+    new = {"dtype": getattr(torch, dtype), "device": torch.device("cuda")}
+    x = _spec(shape, dtype)
+    return [
+        ("aten::zeros", [list(shape)], new),
+        ("aten::ones", [list(shape)], new),
+        ("aten::full", [list(shape), 0.5], new),
+        ("aten::randn", [list(shape)], new),
+        ("aten::rand", [list(shape)], new),
+        ("aten::randint.low", [0, 50257, list(shape)], {"device": torch.device("cuda")}),
+        ("aten::normal_", [x], {}),
+        ("aten::uniform_", [x], {}),
+    ]
+
+
 def _elementwise(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
     for dtype in ("float32",) if quick else ("bfloat16", "float32"):
         for numel in _sizes(quick, dtype):
             x = _spec(_activation_shape(numel), dtype)
             cond = _spec(_activation_shape(numel), "bool")
-            for op, args, kwargs in _elementwise_calls(x, cond):
+            for op, args, kwargs in _elementwise_calls(x, cond) + _factory_calls(x.shape, dtype):
                 yield make_case("elementwise", op, args, kwargs)
             if numel >= 1024:  # bias add: [T, C] + [C]
                 yield make_case("elementwise", "aten::add.Tensor", [x, _spec((x.shape[-1],), dtype)])

@@ -487,3 +487,19 @@ def test_cnn_norm_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, chan
     norms = grid("norm", part="cnn")
     assert {c.op for c in norms if "group" in c.op} == {"aten::native_group_norm", "aten::native_group_norm_backward"}
     assert grid("norm", part="fixed")[-len(norms):] == norms
+
+
+def test_factory_and_random_ops_are_timed_on_the_device_with_their_output_bytes(quick_profile):
+    rows = pq.read_table(quick_profile / "elementwise.parquet").to_pylist()
+    made = [r for r in rows if r["op"] in ("aten::zeros", "aten::ones", "aten::full", "aten::randn", "aten::rand",
+                                           "aten::randint.low")]
+    assert {r["op"] for r in made} == {"aten::zeros", "aten::ones", "aten::full", "aten::randn", "aten::rand",
+                                       "aten::randint.low"}
+    for r in made:  # as a trace records them: no tensor input; made on the timing device (the CPU here)
+        assert r["input_shapes"] == []
+        assert json.loads(r["attrs"])["kwargs"]["device"] == {"$device": "cpu"}
+        (shape,) = r["output_shapes"]
+        element = 8 if r["op"] == "aten::randint.low" else 4
+        assert r["bytes"] == element * shape[0] and r["duration_us"] > 0
+    assert {r["op"] for r in rows if r["input_shapes"] and r["op"].endswith(("normal_", "uniform_"))} == {
+        "aten::normal_", "aten::uniform_"}
