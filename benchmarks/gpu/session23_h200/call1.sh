@@ -6,7 +6,10 @@
 # to join the groups of benchmarks/host_lease_means.py). Then the norm grid's CNN-layout cases again,
 # now with the channel layer norms (ConvNeXt/Swin-style layer norm over the channels of an NHWC view,
 # permuted from NCHW or contiguous; added in dbd1fae, a minute after session 22's call had left:
-# `maya profile --families norm --cnn-layouts`, 688 cases, in $DIR/norm_cnn); then convolution draws
+# `maya profile --families norm --cnn-layouts`, 688 cases, in $DIR/norm_cnn); the elementwise grid,
+# now with the factory and random ops (zeros, ones, full, randn, rand, randint, normal_, uniform_;
+# `maya profile --families elementwise`, in $DIR/elementwise: ship only those ops' rows, then map the
+# first six to the elementwise family in maya/estimator/families.py); then convolution draws
 # behind the GPU sleep, the seeds session 22 left (116, 117, 127-140, 149-152) and 159 onwards, until
 # END s (default 520). In /tmp/s23a, tarred to OUT/s23a.tgz. Later calls: `bash
 # benchmarks/gpu/session20_h200/call1.sh OUT NAME FIRST LAST END` (draws only, seeds 165 onwards).
@@ -20,6 +23,8 @@ timeout 120 python3 -m maya.estimator.profiler --families host --out $DIR/host >
 echo "host profile rc=$? at $SECONDS s" >> $DIR/jobs.txt
 timeout 240 python3 -m maya.estimator.profiler --families norm --cnn-layouts --out $DIR/norm_cnn > $DIR/norm_cnn.log 2>&1
 echo "norm cnn layouts rc=$? at $SECONDS s" >> $DIR/jobs.txt
+timeout 240 python3 -m maya.estimator.profiler --families elementwise --out $DIR/elementwise > $DIR/elementwise.log 2>&1
+echo "elementwise grid rc=$? at $SECONDS s" >> $DIR/jobs.txt
 bash benchmarks/gpu/run_random_draws.sh $DIR/draws 0 $((end - SECONDS)) $(for s in 116 117 $(seq 127 140) $(seq 149 152) $(seq 159 164); do echo conv:$s; done) >> $DIR/jobs.txt
 date -u +%FT%TZ >> $DIR/env.txt
 tar czf "$out/s23a.tgz" -C /tmp s23a
