@@ -45,6 +45,7 @@ def emulate(
     after_rank: RankCheck | None = None,
     first_ranks: Sequence[int] = (),
     rank_classes: Mapping[int, int] | None = None,
+    host_profile: str | os.PathLike | None = None,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -79,11 +80,21 @@ def emulate(
         rank_classes: with several ranks and `variant_families`, every rank -> its class
             representative from the meta.json (`rank_to_representative`) of an emulation of the same
             script and layout: only the representatives are emulated (see `maya.world.emulate_world`).
+        host_profile: host costs measured on the machine the job will run on (`maya profile --families
+            host --out DIR`: DIR or DIR/host_overhead.json); its per-op figures replace the shipped ones
+            in the prediction, and in the step times a one-rank script measures with CUDA events
+            (several ranks' own event timings keep the shipped figures).
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
+
+    Raises:
+        FileNotFoundError, ValueError: `host_profile` is missing or not a host profile (before emulating).
     """
+    from maya.estimator.host_cost import read_host_profile
+
     spec = load_gpu(gpu)
+    host_per_op_us = read_host_profile(host_profile) if host_profile is not None else None
     if nnodes < 1 or nproc_per_node < 1:
         raise ValueError(f"nnodes={nnodes} and nproc_per_node={nproc_per_node} must both be >= 1")
     world_size = nnodes * nproc_per_node
@@ -94,18 +105,19 @@ def emulate(
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
             variant_families, cluster, in_process, max_rank_classes, after_rank, first_ranks, rank_classes,
+            host_per_op_us,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
 
-    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(spec.key))
+    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(spec.key, host_per_op_us))
     state = outcome.state
     table = rows_to_table(state.rows)
     write_rank_trace(trace_dir, config.rank, table)
     iterations = _iterations(state.iterations, table)
     extra: dict = {}
     if outcome.exit_code == 0:
-        iterations, extra = _with_times(iterations, table, spec.key, trace_dir, cluster)
+        iterations, extra = _with_times(iterations, table, spec.key, trace_dir, cluster, host_per_op_us)
         write_meta(
             trace_dir,
             {"world_size": world_size, "gpu": spec.key, "emulated_ranks": [config.rank], "script": str(script), "args": list(args)},
@@ -123,11 +135,12 @@ def emulate(
     )
 
 
-def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: Path, cluster: ClusterSpec | None = None):
+def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: Path, cluster: ClusterSpec | None = None,
+                host_per_op_us: Mapping[str, float] | None = None):
     """Fill `time_ms` from the estimator and simulator; extras carry breakdown and sources."""
     from maya.predict import predict
 
-    prediction = predict({0: table}, gpu, cluster=cluster, trace_dir=trace_dir)
+    prediction = predict({0: table}, gpu, cluster=cluster, trace_dir=trace_dir, host_per_op_us=host_per_op_us)
     times = prediction.iteration_ms
     timed = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
     extra = prediction.summary_extra()
@@ -139,6 +152,7 @@ def _emulate_world(
     dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
     cluster: ClusterSpec | None = None, in_process: bool = False, max_rank_classes: int | None = None,
     after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (), rank_classes: Mapping[int, int] | None = None,
+    host_per_op_us: Mapping[str, float] | None = None,
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -166,7 +180,7 @@ def _emulate_world(
     tables = {r: world.results[r].table for r in reps}
     prediction = predict(
         tables, gpu, cluster=cluster or _launch_cluster(gpu, world_size, local_world_size),
-        rank_to_representative=world.rank_to_representative, trace_dir=trace_dir,
+        rank_to_representative=world.rank_to_representative, trace_dir=trace_dir, host_per_op_us=host_per_op_us,
     )
     slowest = world.rank_to_representative[prediction.slowest_rank]
     iterations = _iterations(world.results[slowest].iterations, tables[slowest])

@@ -11,6 +11,8 @@ waiting for the other ranks and communication (the summary's `time_ms` includes 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -18,8 +20,10 @@ import pyarrow.compute as pc
 class EventTimer:
     """Callable installed as `EmulationState.elapsed_time_ms` (see the module docstring)."""
 
-    def __init__(self, gpu: str) -> None:
+    def __init__(self, gpu: str, host_per_op_us: Mapping[str, float] | None = None) -> None:
         self.gpu = gpu
+        self.host_per_op_us = host_per_op_us
+        """Host figures in place of the shipped ones (`maya emulate --host-profile`); None: shipped."""
 
     def __call__(self, rows: list[tuple], first: int, last: int, stream: int) -> float:
         from torch.utils._python_dispatch import _disable_current_modes
@@ -37,8 +41,8 @@ class EventTimer:
         table = rows_to_table(rows)
         table = table.filter(pc.not_equal(table["kind"], "collective"))
         df = estimate_trace(table, gpu=self.gpu, warn_unmodelled=False)  # the final estimate warns once
-        df["host_us"] = host_costs_us(df, self.gpu)
-        df["launch_us"] = launch_stream_us(df, self.gpu)
+        df["host_us"] = host_costs_us(df, self.gpu, per_op_us=self.host_per_op_us)
+        df["launch_us"] = launch_stream_us(df, self.gpu, per_op_us=self.host_per_op_us)
         result = simulate({0: df}, cluster_for_gpu(self.gpu, 1))
         timeline = result.timelines[0]
         records = timeline.filter(pc.equal(timeline["kind"].cast(pa.string()), "event_record"))

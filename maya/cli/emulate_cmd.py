@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import replace
 
+from maya.cli.options import add_host_profile_option, add_throughput_options
 from maya.hardware import available_gpus
 
 
@@ -21,14 +22,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", default="h200", choices=available_gpus(), help="GPU to emulate; default h200")
     p.add_argument("--json", metavar="PATH", help="write the summary JSON here")
     p.add_argument("--trace-dir", metavar="DIR", help="write the trace here (default: a new temporary directory)")
-    p.add_argument("--samples-per-iteration", type=int, metavar="N",
-                   help="samples the whole job consumes per iteration (global batch size), for samples/s")
-    p.add_argument("--tokens-per-iteration", type=int, metavar="N",
-                   help="tokens the whole job consumes per iteration, for tokens/s")
+    add_throughput_options(p)
     p.add_argument("--no-dedup", action="store_true",
                    help="emulate every rank instead of one rank per class of identical ranks")
     p.add_argument("--verify-dedup", action="store_true",
                    help="also emulate a second member of every rank class and fail if its trace differs")
+    add_host_profile_option(p)
     p.add_argument("script", help="the training script")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     p.set_defaults(run=run)
@@ -50,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             dedup=not args.no_dedup,
             verify_dedup=args.verify_dedup,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
+            host_profile=args.host_profile,
         )
     except (FileNotFoundError, ValueError, NotImplementedError) as e:
         print(f"maya emulate: error: {e}", file=sys.stderr)

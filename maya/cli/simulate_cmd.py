@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from maya.cli.options import add_host_profile_option, add_throughput_options
 from maya.hardware import available_gpus
 from maya.hardware.cluster import available_clusters
 
@@ -25,17 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="PATH", help="write the summary JSON here")
     p.add_argument("--timeline", metavar="PATH",
                    help="write the Perfetto timeline here (default: TRACE_DIR/timeline-<cluster>.json)")
-    p.add_argument("--samples-per-iteration", type=int, metavar="N",
-                   help="samples the whole job consumes per iteration (global batch size), for samples/s")
-    p.add_argument("--tokens-per-iteration", type=int, metavar="N",
-                   help="tokens the whole job consumes per iteration, for tokens/s")
+    add_throughput_options(p)
     p.add_argument("--exact", metavar="PATH",
                    help="op times measured for this trace on a real GPU of the target type (the output of "
                    "`maya profile --trace TRACE_DIR --out DIR`: DIR or DIR/exact.parquet); used before the models")
-    p.add_argument("--host-profile", metavar="PATH",
-                   help="host costs measured on the machine the job will run on (the output of `maya profile "
-                   "--families host --out DIR`: DIR or DIR/host_overhead.json); its per-op figures replace the "
-                   "shipped ones, whose CPU may be faster or slower than yours")
+    add_host_profile_option(p)
     p.set_defaults(run=run)
 
 

@@ -104,3 +104,32 @@ def test_fit_bad_input_exits_2_naming_the_problem(tmp_path, capsys):
     assert main(["fit", "--profiles", profiles, "--out", str(tmp_path / "m"), "--families", "nope",
                  "--no-exact-table"]) == 2
     assert "no profile rows of family nope (the profiles have conv, copy" in capsys.readouterr().err
+
+
+def test_emulate_host_profile_prices_the_prediction_and_the_scripts_own_timings(tmp_path, capsys):
+    """`maya emulate --host-profile`: the user's machine's host figures (three times the shipped ones
+    here) lengthen a host-bound step, in the summary and in the step times the script logs itself."""
+    from maya.estimator.host_cost import host_overhead
+
+    script = ROOT / "tests" / "emulator" / "scripts" / "timed_steps.py"
+    profile = tmp_path / "host"
+    profile.mkdir()
+    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
+    (profile / "host_overhead.json").write_text(json.dumps({"per_op_us": slower, "device": "cuda"}))
+    runs = {}
+    for name, extra in (("shipped", []), ("slower", ["--host-profile", str(profile)])):
+        summary, log = tmp_path / f"{name}.json", tmp_path / f"{name}.txt"
+        assert main(["emulate", *extra, "--json", str(summary), "--trace-dir", str(tmp_path / name), str(script),
+                     str(log)]) == 0
+        runs[name] = (json.loads(summary.read_text()), [float(t) for t in log.read_text().split()])
+    (shipped, shipped_log), (slower_summary, slower_log) = runs["shipped"], runs["slower"]
+    assert slower_summary["median_iteration_ms"] > 1.5 * shipped["median_iteration_ms"]
+    for logged, iteration in zip(slower_log[1:], slower_summary["iterations"][1:]):
+        assert logged == pytest.approx(iteration["time_ms"], rel=0.05)
+    assert slower_log[-1] > 1.5 * shipped_log[-1]
+
+    # A host profile that is not there is named before anything is emulated.
+    assert main(["emulate", "--host-profile", str(tmp_path / "nowhere"), str(script), str(tmp_path / "x.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "maya emulate: error: host profile" in err and "maya profile --families host" in err
+    assert not (tmp_path / "x.txt").exists()
