@@ -16,19 +16,23 @@ def _one_rank_trace(tmp_path, scripts):
 
 
 def test_each_rank_reads_back_its_own_rows_and_ray_data_logs_only_when_info_is_on(ray_local, tmp_path, scripts,
-                                                                                 capfd):
+                                                                                 capfd, caplog):
     table = _one_rank_trace(tmp_path, scripts)
     shorter = table.slice(0, table.num_rows // 2)
     root = logging.getLogger()
     level = root.level
     try:
+        # Ray Data prints through its own handler, or through the root logger's once logging is set
+        # up (pytest's, here): look at both.
         root.setLevel(logging.WARNING)
         capfd.readouterr()
+        caplog.clear()
         write_traces_dataset(tmp_path / "quiet", {0: table, 1: shorter})
-        quiet = capfd.readouterr().err
+        quiet = capfd.readouterr().err + caplog.text
         root.setLevel(logging.INFO)
+        caplog.clear()
         write_traces_dataset(tmp_path / "verbose", {0: table, 1: shorter})
-        verbose = capfd.readouterr().err
+        verbose = capfd.readouterr().err + caplog.text
     finally:
         root.setLevel(level)
     assert "Data sink" not in quiet and "streaming_executor" not in quiet
