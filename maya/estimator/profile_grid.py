@@ -548,20 +548,24 @@ def _elementwise_calls(x: TensorSpec, cond: TensorSpec) -> list[tuple[str, list,
 def _factory_calls(shape: tuple[int, ...], dtype: str) -> list[tuple[str, list, dict]]:
     """(op, args, kwargs) of the ops that fill a new or existing tensor of `shape` without reading one:
     `torch.zeros`/`ones`/`full` and the random generators, as scripts make noise, masks and token
-    batches on the GPU (a trace records them with no tensor input). No shipped profile has timed them
-    yet: until one does, `families.OP_FAMILIES` leaves them out and they are estimated by roofline."""
+    batches on the GPU (a trace records the factories with no tensor input). No shipped profile has
+    timed them yet: until one does, `families.OP_FAMILIES` leaves the factories to roofline, and
+    `normal_` / `uniform_`, in the elementwise family already, are estimated from the other ops' rows.
+    `randint` makes int64 whatever `dtype` is, so it comes with float32 only (once per shape)."""
     new = {"dtype": getattr(torch, dtype), "device": torch.device("cuda")}
     x = _spec(shape, dtype)
-    return [
+    calls = [
         ("aten::zeros", [list(shape)], new),
         ("aten::ones", [list(shape)], new),
         ("aten::full", [list(shape), 0.5], new),
         ("aten::randn", [list(shape)], new),
         ("aten::rand", [list(shape)], new),
-        ("aten::randint.low", [0, 50257, list(shape)], {"device": torch.device("cuda")}),
         ("aten::normal_", [x], {}),
         ("aten::uniform_", [x], {}),
     ]
+    if dtype == "float32":
+        calls.append(("aten::randint.low", [0, 50257, list(shape)], {"device": torch.device("cuda")}))
+    return calls
 
 
 def _elementwise(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
