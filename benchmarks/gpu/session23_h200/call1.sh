@@ -3,7 +3,10 @@
 # Written in session 23, which was lent no GPU time; for the next session that is. First this lease's
 # yardsticks, as session 22's call took them: the ground truth of MobileNetV2 (measured on two leases
 # only) and ResNet-50 channels-last 160 px, and the lease's host costs (`maya profile --families host`,
-# to join the groups of benchmarks/host_lease_means.py). Then the norm grid's CNN-layout cases again,
+# to join the groups of benchmarks/host_lease_means.py), and Chrome traces of one HF Llama and one
+# Llama step (op_time_probe.py --chrome: the CPU time of every launch in situ; Maya predicts HF Llama
+# host-bound, 52.4 ms of host time against 46.5 of GPU time, while the H200 ran it GPU-bound, busy 45.5
+# of 49.0 ms: `python benchmarks/calibration_report.py hf_llama_bf16`). Then the norm grid's CNN-layout cases again,
 # now with the channel layer norms (ConvNeXt/Swin-style layer norm over the channels of an NHWC view,
 # permuted from NCHW or contiguous; added in dbd1fae, a minute after session 22's call had left:
 # `maya profile --families norm --cnn-layouts`, 688 cases, in $DIR/norm_cnn); the elementwise grid,
@@ -21,6 +24,8 @@ timeout 200 python3 benchmarks/validation/measure_ground_truth.py --only mobilen
 echo "ground truth mobilenet resnet50_cl_160 rc=$? at $SECONDS s" >> $DIR/jobs.txt
 timeout 120 python3 -m maya.estimator.profiler --families host --out $DIR/host > $DIR/host.log 2>&1
 echo "host profile rc=$? at $SECONDS s" >> $DIR/jobs.txt
+timeout 120 python3 benchmarks/gpu/op_time_probe.py --out $DIR/op_times --chrome hf_llama_bf16 llama_150m_bf16 > $DIR/op_times.log 2>&1
+echo "op_time_probe hf_llama llama_150m rc=$? at $SECONDS s" >> $DIR/jobs.txt
 timeout 240 python3 -m maya.estimator.profiler --families norm --cnn-layouts --out $DIR/norm_cnn > $DIR/norm_cnn.log 2>&1
 echo "norm cnn layouts rc=$? at $SECONDS s" >> $DIR/jobs.txt
 timeout 240 python3 -m maya.estimator.profiler --families elementwise --out $DIR/elementwise > $DIR/elementwise.log 2>&1
