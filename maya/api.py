@@ -45,7 +45,7 @@ def emulate(
     after_rank: RankCheck | None = None,
     first_ranks: Sequence[int] = (),
     rank_classes: Mapping[int, int] | None = None,
-    host_profile: str | os.PathLike | None = None,
+    host_profile: str | os.PathLike | Mapping[str, float] | None = None,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -81,8 +81,8 @@ def emulate(
             representative from the meta.json (`rank_to_representative`) of an emulation of the same
             script and layout: only the representatives are emulated (see `maya.world.emulate_world`).
         host_profile: host costs measured on the machine the job will run on (`maya profile --families
-            host --out DIR`: DIR or DIR/host_overhead.json); its per-op figures replace the shipped ones
-            in the prediction, and in the step times a one-rank script measures with CUDA events
+            host --out DIR`: DIR or DIR/host_overhead.json, or its `per_op_us` figures already read);
+            its per-op figures replace the shipped ones in the prediction, and in the step times a one-rank script measures with CUDA events
             (several ranks' own event timings keep the shipped figures).
 
     Returns:
@@ -91,10 +91,10 @@ def emulate(
     Raises:
         FileNotFoundError, ValueError: `host_profile` is missing or not a host profile (before emulating).
     """
-    from maya.estimator.host_cost import read_host_profile
+    from maya.estimator.host_cost import host_profile_figures
 
     spec = load_gpu(gpu)
-    host_per_op_us = read_host_profile(host_profile) if host_profile is not None else None
+    host_per_op_us = host_profile_figures(host_profile)
     if nnodes < 1 or nproc_per_node < 1:
         raise ValueError(f"nnodes={nnodes} and nproc_per_node={nproc_per_node} must both be >= 1")
     world_size = nnodes * nproc_per_node

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from maya.estimator.host_cost import read_host_profile
+from maya.estimator.host_cost import host_profile_figures
 from maya.hardware import load_gpu
 from maya.hardware.cluster import ClusterSpec, available_clusters, cluster_for_gpu, load_cluster
 from maya.predict import predict
@@ -33,7 +34,7 @@ def simulate_trace_dir(
     tokens_per_iteration: int | None = None,
     params: SimulationParams | None = None,
     exact: str | os.PathLike | None = None,
-    host_profile: str | os.PathLike | None = None,
+    host_profile: str | os.PathLike | Mapping[str, float] | None = None,
 ) -> EmulationSummary:
     """Estimate and simulate the traces of a finished `maya emulate` run on a cluster; same summary shape.
 
@@ -53,7 +54,8 @@ def simulate_trace_dir(
         exact: op times of this trace measured on a real GPU of the target type (`maya profile
             --trace TRACE_DIR --out DIR`: DIR or DIR/exact.parquet); used before the models.
         host_profile: the host costs of the machine the job will run on (`maya profile --families host
-            --out DIR`: DIR or DIR/host_overhead.json); its per-op figures replace the shipped ones.
+            --out DIR`: DIR or DIR/host_overhead.json, or its `per_op_us` figures already read); its
+            per-op figures replace the shipped ones.
 
     Returns:
         The summary, with `gpu` the cluster's GPU and `emulated_gpu` the one the trace was recorded
@@ -67,7 +69,7 @@ def simulate_trace_dir(
         FileNotFoundError: `host_profile` does not exist.
     """
     trace_dir = Path(trace_dir)
-    host_per_op_us = read_host_profile(host_profile) if host_profile is not None else None
+    host_per_op_us = host_profile_figures(host_profile)
     meta = read_meta(trace_dir)
     world_size = int(meta["world_size"])
     emulated_gpu = str(meta["gpu"])

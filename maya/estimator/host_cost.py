@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,24 @@ def read_host_profile(path: str | Path) -> dict[str, float]:
     if bad:
         raise ValueError(f"host profile {path}: per_op_us figures must be non-negative numbers of microseconds: {', '.join(bad)}")
     return {k: float(v) for k, v in figures.items()}
+
+
+def host_profile_figures(profile: str | Path | Mapping[str, float] | None) -> dict[str, float] | None:
+    """The per-op host figures of `profile`: a `maya profile --families host` output (read with
+    `read_host_profile`), figures already read (checked the same way), or None for the shipped ones.
+
+    Raises:
+        FileNotFoundError, ValueError: as `read_host_profile` says.
+    """
+    if profile is None:
+        return None
+    if not isinstance(profile, Mapping):
+        return read_host_profile(profile)
+    bad = sorted(str(k) for k, v in profile.items()
+                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0)
+    if not profile or bad:
+        raise ValueError(f"host figures must be a non-empty mapping of non-negative microseconds; bad: {', '.join(bad)}")
+    return {str(k): float(v) for k, v in profile.items()}
 
 
 def host_overhead(gpu: str = "h200") -> dict[str, float]:

@@ -124,6 +124,11 @@ def test_host_profile_of_the_users_machine_replaces_the_shipped_host_figures(gpt
     same = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "c.json",
                                    host_profile=profile / "host_overhead.json")
     assert same.median_iteration_ms == pytest.approx(slow.median_iteration_ms)
+    # The figures already read (how the tuner passes them to its trials) do the same.
+    read = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "d.json", host_profile=slower)
+    assert read.median_iteration_ms == pytest.approx(slow.median_iteration_ms)
+    with pytest.raises(ValueError, match="aten_op_us"):
+        maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "e.json", host_profile={**slower, "aten_op_us": -1})
 
 
 @pytest.mark.parametrize("content, match", [
