@@ -52,7 +52,8 @@ def tune(
         resume: continue the interrupted study in `out_dir`.
         address: Ray cluster address (default: the running one, else a new local one).
         progress: called with one line per finished trial.
-        **study_fields: any other `Study` field (objective, search, num_samples, max_gpus, check, ...).
+        **study_fields: any other `Study` field (objective, search, num_samples, max_gpus, check,
+            host_profiles as GPU -> `maya profile --families host` output path, ...).
 
     Returns:
         The results: `table` (a DataFrame of every trial), `best`, `best_config`, `top(k)`, `pareto()`.
@@ -61,7 +62,10 @@ def tune(
         StudyFieldError: the study cannot work (raised before Ray starts).
     """
     from maya.tune.config_file import cluster_candidate
+    from maya.tune.study import resolve_host_profiles
 
+    if "host_profiles" in study_fields:  # paths are read here, so that remote trials need no files
+        study_fields["host_profiles"] = resolve_host_profiles(study_fields["host_profiles"])
     study = Study(
         script=Path(script).resolve(),
         search_space=dict(search_space),

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from maya.tune.preflight import preflight
-from maya.tune.study import ClusterCandidate, Study, StudyFieldError
+from maya.tune.study import ClusterCandidate, Study, StudyFieldError, resolve_host_profiles
 
 REQUIRED_FIELDS: tuple[str, ...] = ("script", "search_space", "global_batch", "clusters")
 OPTIONAL_FIELDS: tuple[str, ...] = tuple(
@@ -119,6 +119,8 @@ def _study_kwargs(path: Path, ns: dict[str, Any]) -> dict[str, Any]:
     for name in ("global_batch", "train_steps", "train_tokens", "tokens_per_sample", "num_samples", "max_gpus", "seed", "top_k"):
         if name in ns and ns[name] is not None and (not isinstance(ns[name], int) or isinstance(ns[name], bool)):
             raise StudyFieldError(name, f"must be an integer, got {ns[name]!r}")
+    if "host_profiles" in ns:
+        kwargs["host_profiles"] = resolve_host_profiles(ns["host_profiles"], path.parent)
     if "flags" in ns and not isinstance(ns["flags"], Mapping):
         raise StudyFieldError("flags", f"must be a dict of dimension -> flag, got {type(ns['flags']).__name__}")
     return kwargs

@@ -175,7 +175,7 @@ def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Cal
     """(cluster-independent end or None, figures or None, where they came from) of `candidate` as it is;
     `layout`: its rank classes, if known; `after_rank` and `first_ranks` as `maya.emulate` takes them."""
     inputs = _inputs(study, candidate)
-    key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster)
+    key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster, study.host_profiles.get(candidate.cluster.gpu))
     with cache.lock(key):
         return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, layout, after_rank, first_ranks)
 
@@ -389,7 +389,8 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     trace_dir = cache.trace_dir(key)
     if trace_dir is not None:
         try:
-            figures = figures_from_summary(resimulate(trace_dir, candidate.cluster), trace_dir)
+            host = study.host_profiles.get(candidate.cluster.gpu)
+            figures = figures_from_summary(resimulate(trace_dir, candidate.cluster, host), trace_dir)
             cache.write_figures(key, sim_key, figures, inputs)
             return None, figures, CacheUse.RESIMULATED
         except NotImplementedError as e:
@@ -400,7 +401,8 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
         summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
                           nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
                           variant_families=layout.families, rank_classes=layout.classes, cluster=candidate.cluster,
-                          max_rank_classes=study.max_rank_classes, after_rank=after_rank, first_ranks=first_ranks)
+                          max_rank_classes=study.max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
+                          host_profile=study.host_profiles.get(candidate.cluster.gpu))
     except RankCheckStop as e:
         shutil.rmtree(trace_dir, ignore_errors=True)  # not a complete emulation of the key
         # only a RankMemoryCheck stops an emulation here, and it keeps the bound that stopped it
@@ -424,10 +426,10 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
 def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,
                      variant_families: list[int] | None = None, cluster=None, max_rank_classes: int | None = None,
                      after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (),
-                     rank_classes: Mapping[int, int] | None = None):
+                     rank_classes: Mapping[int, int] | None = None, host_profile: Mapping[str, float] | None = None):
     """`maya.emulate` in this process (several ranks one after another) into `trace_dir`, simulated
     on `cluster`; the script's own prints (loss lines, progress bars) go to `trace_dir/script.log`.
-    `after_rank`, `first_ranks` and `rank_classes` as `maya.emulate` takes them."""
+    `after_rank`, `first_ranks`, `rank_classes` and `host_profile` as `maya.emulate` takes them."""
     from maya.api import emulate
 
     trace_dir = Path(trace_dir)
@@ -436,7 +438,7 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
         return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
                        variant_families=variant_families, cluster=cluster, in_process=True,
                        max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
-                       rank_classes=rank_classes)
+                       rank_classes=rank_classes, host_profile=host_profile)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from maya.hardware.cluster import ClusterSpec
@@ -18,8 +19,9 @@ from maya.hardware.cluster import ClusterSpec
 log = logging.getLogger(__name__)
 
 
-def resimulate(trace_dir: str | Path, cluster: ClusterSpec):
-    """The `EmulationSummary` of the trace in `trace_dir` simulated on `cluster`.
+def resimulate(trace_dir: str | Path, cluster: ClusterSpec, host_per_op_us: Mapping[str, float] | None = None):
+    """The `EmulationSummary` of the trace in `trace_dir` simulated on `cluster` (with `host_per_op_us`
+    in place of the shipped host figures, when given).
 
     Raises:
         NotImplementedError: this Maya cannot simulate a recorded trace on its own, or the trace
@@ -36,4 +38,4 @@ def resimulate(trace_dir: str | Path, cluster: ClusterSpec):
         raise NotImplementedError(
             f"trace of world_size={recorded} cannot stand for world_size={cluster.world_size}"
         )
-    return simulate_trace_dir(trace_dir, cluster=cluster)
+    return simulate_trace_dir(trace_dir, cluster=cluster, host_profile=host_per_op_us)

@@ -177,6 +177,11 @@ class Study:
     """Upper bound on trials running at once; None: as many as the CPUs allow."""
     time_budget_s: float | None = None
     """Stop starting trials after this many seconds (what finished is reported; resume continues); None: no limit."""
+    host_profiles: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """GPU catalog key -> the host costs (`per_op_us`, microseconds) measured on the machines of that
+    GPU the job would rent (`maya profile --families host`); clusters of that GPU are predicted with
+    them in place of the shipped figures. A config file or `maya.tune` may give each as the profile's
+    path (`resolve_host_profiles` reads it)."""
     name: str = "study"
     """Name of the study (the Ray Tune experiment)."""
 
@@ -229,6 +234,10 @@ class Study:
             raise StudyFieldError("cpus_per_trial", f"cpus_per_trial={self.cpus_per_trial} must be > 0")
         if not isinstance(self.top_k, int) or self.top_k < 1:
             raise StudyFieldError("top_k", f"top_k={self.top_k!r} must be an integer >= 1")
+        if not isinstance(self.host_profiles, Mapping) or not all(
+                isinstance(gpu, str) and isinstance(figures, Mapping) for gpu, figures in self.host_profiles.items()):
+            raise StudyFieldError("host_profiles", "must map a GPU (h200, ...) to its host figures; "
+                                  "give paths through resolve_host_profiles (config files and maya.tune do)")
 
     def _check_depth(self) -> None:
         if self.depth_unit is not None and not callable(self.depth_unit):
@@ -302,3 +311,30 @@ def _memory_order_problem(order: Any, search_space: Mapping[str, Any]) -> str | 
         elif not isinstance(how, (list, tuple)) or len(how) < 2:
             return f"{name}: give 'increasing', 'decreasing' or a list of two or more values, least memory first"
     return None
+
+
+def resolve_host_profiles(value: Any, relative_to: Path | None = None) -> dict[str, dict[str, float]]:
+    """`host_profiles` as a study holds them: each GPU's `maya profile --families host` output (DIR or
+    DIR/host_overhead.json, relative to `relative_to` when not absolute) read into its per-op figures;
+    figures given as a mapping are checked and kept.
+
+    Raises:
+        StudyFieldError: not a mapping, a GPU not in the catalog, or a profile missing or malformed.
+    """
+    from maya.estimator.host_cost import host_profile_figures
+    from maya.hardware import available_gpus
+
+    if not isinstance(value, Mapping):
+        raise StudyFieldError("host_profiles", f"must be a dict of GPU -> host profile path, got {type(value).__name__}")
+    known = available_gpus()
+    resolved: dict[str, dict[str, float]] = {}
+    for gpu, profile in value.items():
+        if gpu not in known:
+            raise StudyFieldError("host_profiles", f"{gpu!r} is not a GPU of the catalog ({', '.join(known)})")
+        if isinstance(profile, (str, Path)) and relative_to is not None and not Path(profile).is_absolute():
+            profile = relative_to / profile
+        try:
+            resolved[gpu] = host_profile_figures(profile)
+        except (FileNotFoundError, ValueError) as e:
+            raise StudyFieldError("host_profiles", f"{gpu}: {e}") from None
+    return resolved

@@ -7,7 +7,8 @@ Two keys split what the emulator decides from what only the simulator models:
   Under DDP the data-parallel degree is left out: at a fixed per-rank shape it only changes what
   the simulator does with the gradient all-reduce. Node count and price are left out too.
 - the *simulation key* hashes the cluster's topology (nodes, GPUs per node, links; not its name or
-  price), or is `single-gpu` for a one-GPU job, whose time no link affects.
+  price), or is `single-gpu` for a one-GPU job, whose time no link affects; with the study's host
+  figures for the cluster's GPU (`Study.host_profiles`), their hash is appended.
 
 A configuration of many micro-batches is not emulated at its own accum: its figures are extrapolated
 from the entries of two small counts (`maya.tune.accum_extrapolation`), whose argv carry those
@@ -41,7 +42,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -93,12 +94,14 @@ def emulation_key(inputs: dict[str, Any]) -> str:
     return digest(inputs)
 
 
-def simulation_key(cluster: ClusterSpec) -> str:
-    """Hash of a cluster's topology; `single-gpu` for a one-GPU job."""
+def simulation_key(cluster: ClusterSpec, host_per_op_us: Mapping[str, float] | None = None) -> str:
+    """Hash of a cluster's topology; `single-gpu` for a one-GPU job; `-host-<hash>` appended when
+    the job is predicted with host figures other than the shipped ones."""
     if cluster.world_size == 1:
-        return SINGLE_GPU_SIM_KEY
-    topology = {k: v for k, v in asdict(cluster).items() if k not in ("name", "price_per_gpu_hour_usd")}
-    return digest(topology)
+        key = SINGLE_GPU_SIM_KEY
+    else:
+        key = digest({k: v for k, v in asdict(cluster).items() if k not in ("name", "price_per_gpu_hour_usd")})
+    return f"{key}-host-{digest(dict(host_per_op_us))[:12]}" if host_per_op_us else key
 
 
 class TraceCache:

@@ -42,6 +42,19 @@ def test_good_config_loads(tmp_path):
     assert (study.objective, study.num_samples, study.search) == ("time", 7, "hyperopt")
 
 
+def test_host_profiles_are_read_relative_to_the_config(tmp_path):
+    # Each GPU's `maya profile --families host` output, read when the study is loaded (remote trials
+    # then need no file): the shipped H200 one, copied beside the config.
+    import shutil
+
+    (tmp_path / "host").mkdir()
+    shutil.copy(ROOT / "maya" / "estimator" / "data" / "h200" / "host_overhead.json", tmp_path / "host")
+    study = load_study(_write(tmp_path, GOOD + 'host_profiles = {"h200": "host"}\n'))
+    from maya.estimator.host_cost import host_overhead
+
+    assert study.host_profiles == {"h200": host_overhead("h200")}
+
+
 def test_examples_load():
     gpt = load_study(ROOT / "examples" / "tune_gpt.py")
     assert gpt.script == ROOT / "examples" / "train_gpt.py" and gpt.search == "grid"
@@ -106,6 +119,9 @@ def test_global_batch_no_configuration_divides(tmp_path):
         ("tokens_per_sample = 128", "", "tokens_per_sample", "needs tokens_per_sample"),
         ('"dgx-h100", ', '"dgx-h999", ', "clusters", "unknown cluster 'dgx-h999'"),
         ("script = ", "script = 'no/such/train.py' or ", "script", "training script not found"),
+        ("num_samples = 7", "num_samples = 7\nhost_profiles = {'h200': 'host'}", "host_profiles", "host profile"),
+        ("num_samples = 7", "num_samples = 7\nhost_profiles = {'b300': 'host'}", "host_profiles", "not a GPU"),
+        ("num_samples = 7", "num_samples = 7\nhost_profiles = ['host']", "host_profiles", "must be a dict"),
     ],
 )
 def test_bad_values_name_their_field(tmp_path, old, new, field, words):

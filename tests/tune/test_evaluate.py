@@ -164,3 +164,23 @@ def test_error_summary_finds_the_exception_line():
     assert error_summary(wrapped) == "RuntimeError: [Stage 0] failed to run forward: kwargs: {}"
     assert error_summary("exit without an exception line\n") == "exit without an exception line"
     assert error_summary(None) == ""
+
+
+def test_host_profiles_price_the_clusters_of_their_gpu_with_their_own_cache_entries(make_study, tmp_path):
+    # A study whose H200 machines have a host three times slower than the shipped figures: the same
+    # trace is predicted longer, and the two studies' figures sit under two simulation keys.
+    from maya.estimator.host_cost import host_overhead
+    from maya.tune.study import resolve_host_profiles
+
+    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
+    cache = TraceCache(tmp_path)
+    shipped = evaluate(make_study(), {"micro_batch": 4}, cache)
+    slow = evaluate(make_study(host_profiles=resolve_host_profiles({"h200": slower})), {"micro_batch": 4}, cache)
+    assert shipped.status is TrialStatus.OK and slow.status is TrialStatus.OK, (shipped.error, slow.error)
+    assert slow.cache is CacheUse.RESIMULATED  # the first study's trace, re-simulated with the study's figures
+    assert slow.step_time_ms > 1.5 * shipped.step_time_ms
+    again = evaluate(make_study(), {"micro_batch": 4}, cache)
+    assert again.cache is CacheUse.HIT and again.step_time_ms == shipped.step_time_ms
+    # Only the GPU named is affected: an A100 profile leaves these H200 clusters as shipped.
+    other = evaluate(make_study(host_profiles=resolve_host_profiles({"a100": slower})), {"micro_batch": 4}, cache)
+    assert other.cache is CacheUse.HIT and other.step_time_ms == shipped.step_time_ms
