@@ -175,7 +175,8 @@ def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Cal
     """(cluster-independent end or None, figures or None, where they came from) of `candidate` as it is;
     `layout`: its rank classes, if known; `after_rank` and `first_ranks` as `maya.emulate` takes them."""
     inputs = _inputs(study, candidate)
-    key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster, study.host_profiles.get(candidate.cluster.gpu))
+    host = study.host_profiles.get(candidate.cluster.gpu)
+    key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster, host)
     with cache.lock(key):
         return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, layout, after_rank, first_ranks)
 

@@ -37,7 +37,7 @@ class SpaceSummary:
 
 
 def preflight(study: Study) -> SpaceSummary:
-    """Check `study` without Ray: script, clusters, listable layout dimensions, a runnable layout.
+    """Check `study` without Ray: script, clusters, host profiles, listable layout dimensions, a runnable layout.
 
     Raises:
         StudyFieldError: naming the field at fault and why.
@@ -51,6 +51,10 @@ def preflight(study: Study) -> SpaceSummary:
                 specs[(candidate, nodes)] = candidate.spec(nodes)
             except ValueError as e:
                 raise StudyFieldError("clusters", f"{candidate.name!r} with {nodes} nodes: {e}") from None
+    used = {spec.gpu for spec in specs.values()}
+    unused = sorted(set(study.host_profiles) - used)
+    if unused:
+        raise StudyFieldError("host_profiles", f"{unused} is the GPU of no candidate cluster (theirs: {sorted(used)})")
     space = full_space(study)
     for name, value in space.items():
         values = dimension_values(value)

@@ -122,6 +122,8 @@ def test_global_batch_no_configuration_divides(tmp_path):
         ("num_samples = 7", "num_samples = 7\nhost_profiles = {'h200': 'host'}", "host_profiles", "host profile"),
         ("num_samples = 7", "num_samples = 7\nhost_profiles = {'b300': 'host'}", "host_profiles", "not a GPU"),
         ("num_samples = 7", "num_samples = 7\nhost_profiles = ['host']", "host_profiles", "must be a dict"),
+        ("num_samples = 7", "num_samples = 7\nhost_profiles = {'a100': " + repr(str(ROOT / "maya/estimator/data/h200")) + "}",
+         "host_profiles", "['a100'] is the GPU of no candidate cluster (theirs: ['h100', 'h200'])"),
     ],
 )
 def test_bad_values_name_their_field(tmp_path, old, new, field, words):
