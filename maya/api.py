@@ -82,8 +82,9 @@ def emulate(
             script and layout: only the representatives are emulated (see `maya.world.emulate_world`).
         host_profile: host costs measured on the machine the job will run on (`maya profile --families
             host --out DIR`: DIR or DIR/host_overhead.json, or its `per_op_us` figures already read);
-            its per-op figures replace the shipped ones in the prediction, and in the step times a one-rank script measures with CUDA events
-            (several ranks' own event timings keep the shipped figures).
+            its per-op figures replace the shipped ones in the prediction, and in the step times a
+            one-rank script measures with CUDA events (several ranks' own event timings keep the
+            shipped figures).
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.

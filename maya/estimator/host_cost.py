@@ -61,10 +61,7 @@ def read_host_profile(path: str | Path) -> dict[str, float]:
         raise ValueError(f"host profile {path} is not a `maya profile --families host` JSON file: {e}") from None
     if not isinstance(figures, dict) or not figures:
         raise ValueError(f"host profile {path} has no per_op_us figures (is it `maya profile --families host` output?)")
-    bad = sorted(k for k, v in figures.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0)
-    if bad:
-        raise ValueError(f"host profile {path}: per_op_us figures must be non-negative numbers of microseconds: {', '.join(bad)}")
-    return {k: float(v) for k, v in figures.items()}
+    return _checked_figures(figures, f"host profile {path}")
 
 
 def host_profile_figures(profile: str | Path | Mapping[str, float] | None) -> dict[str, float] | None:
@@ -78,11 +75,16 @@ def host_profile_figures(profile: str | Path | Mapping[str, float] | None) -> di
         return None
     if not isinstance(profile, Mapping):
         return read_host_profile(profile)
-    bad = sorted(str(k) for k, v in profile.items()
-                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0)
-    if not profile or bad:
-        raise ValueError(f"host figures must be a non-empty mapping of non-negative microseconds; bad: {', '.join(bad)}")
-    return {str(k): float(v) for k, v in profile.items()}
+    if not profile:
+        raise ValueError("host figures: no per_op_us figures")
+    return _checked_figures(profile, "host figures")
+
+
+def _checked_figures(figures: Mapping, source: str) -> dict[str, float]:
+    bad = sorted(str(k) for k, v in figures.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0)
+    if bad:
+        raise ValueError(f"{source}: per_op_us figures must be non-negative numbers of microseconds: {', '.join(bad)}")
+    return {str(k): float(v) for k, v in figures.items()}
 
 
 def host_overhead(gpu: str = "h200") -> dict[str, float]:
