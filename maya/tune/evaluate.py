@@ -178,7 +178,8 @@ def _figures(study: Study, candidate: Candidate, cache: TraceCache, emulate: Cal
     host = study.host_profiles.get(candidate.cluster.gpu)
     key, sim_key = emulation_key(inputs), simulation_key(candidate.cluster, host)
     with cache.lock(key):
-        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, layout, after_rank, first_ranks)
+        return _lookup_or_emulate(study, candidate, cache, key, sim_key, inputs, emulate, layout, after_rank, first_ranks,
+                                  host)
 
 
 def _inputs(study: Study, candidate: Candidate) -> dict:
@@ -375,12 +376,13 @@ def _over_capacity(study: Study, candidate: Candidate, peak_reserved_bytes: int,
 
 def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, key: str, sim_key: str, inputs: dict,
                        emulate: Callable[..., Any], layout: _LayoutClasses, after_rank: RankMemoryCheck | None = None,
-                       first_ranks: Sequence[int] = ()):
+                       first_ranks: Sequence[int] = (), host: Mapping[str, float] | None = None):
     """(cluster-independent end or None, figures or None, where they came from); called under the key's lock.
 
     An emulation that `after_rank` stops leaves nothing in the cache (its verdict is the
     configuration's, not the key's: another configuration may share the point) and returns the
-    infeasible record with `stopped_at_rank` set."""
+    infeasible record with `stopped_at_rank` set. `host`: the study's host figures for the candidate's
+    GPU (None: the shipped ones)."""
     recorded = cache.read_outcome(key)
     if recorded is not None:
         return recorded, None, CacheUse.HIT
@@ -390,7 +392,6 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     trace_dir = cache.trace_dir(key)
     if trace_dir is not None:
         try:
-            host = study.host_profiles.get(candidate.cluster.gpu)
             figures = figures_from_summary(resimulate(trace_dir, candidate.cluster, host), trace_dir)
             cache.write_figures(key, sim_key, figures, inputs)
             return None, figures, CacheUse.RESIMULATED
@@ -403,7 +404,7 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
                           nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
                           variant_families=layout.families, rank_classes=layout.classes, cluster=candidate.cluster,
                           max_rank_classes=study.max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
-                          host_profile=study.host_profiles.get(candidate.cluster.gpu))
+                          host_profile=host)
     except RankCheckStop as e:
         shutil.rmtree(trace_dir, ignore_errors=True)  # not a complete emulation of the key
         # only a RankMemoryCheck stops an emulation here, and it keeps the bound that stopped it
