@@ -1,5 +1,6 @@
-"""Shared fixtures: a real local Ray (num_cpus=2, session scope), paths to test scripts, and
-`emulate_rank_isolated`, one rank of a multi-rank script emulated in a fresh Python process.
+"""Shared fixtures: a real local Ray (num_cpus=2, session scope), paths to test scripts, a slow
+host's profile, and `emulate_rank_isolated`, one rank of a multi-rank script emulated in a fresh
+Python process.
 
 PyTorch keeps DeviceMesh and process-group state across `destroy_process_group`, so two emulations
 of mesh-based scripts in one process can see each other's groups. Each `emulate_rank_isolated` job
@@ -44,6 +45,21 @@ def ray_local():
 @pytest.fixture
 def scripts() -> Path:
     return SCRIPTS
+
+
+@pytest.fixture
+def slow_host_profile(tmp_path) -> Path:
+    """A `maya profile --families host` output directory whose figures are three times the shipped
+    H200 ones: a host three times slower than the machine the shipped figures were measured on."""
+    import json
+
+    from maya.estimator.host_cost import host_overhead
+
+    profile = tmp_path / "slow_host"
+    profile.mkdir()
+    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
+    (profile / "host_overhead.json").write_text(json.dumps({"per_op_us": slower, "device": "cuda"}))
+    return profile
 
 
 _DRIVER = """

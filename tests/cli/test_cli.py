@@ -106,18 +106,12 @@ def test_fit_bad_input_exits_2_naming_the_problem(tmp_path, capsys):
     assert "no profile rows of family nope (the profiles have conv, copy" in capsys.readouterr().err
 
 
-def test_emulate_host_profile_prices_the_prediction_and_the_scripts_own_timings(tmp_path, capsys):
+def test_emulate_host_profile_prices_the_prediction_and_the_scripts_own_timings(tmp_path, capsys, slow_host_profile):
     """`maya emulate --host-profile`: the user's machine's host figures (three times the shipped ones
     here) lengthen a host-bound step, in the summary and in the step times the script logs itself."""
-    from maya.estimator.host_cost import host_overhead
-
     script = ROOT / "tests" / "emulator" / "scripts" / "timed_steps.py"
-    profile = tmp_path / "host"
-    profile.mkdir()
-    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
-    (profile / "host_overhead.json").write_text(json.dumps({"per_op_us": slower, "device": "cuda"}))
     runs = {}
-    for name, extra in (("shipped", []), ("slower", ["--host-profile", str(profile)])):
+    for name, extra in (("shipped", []), ("slower", ["--host-profile", str(slow_host_profile)])):
         summary, log = tmp_path / f"{name}.json", tmp_path / f"{name}.txt"
         assert main(["emulate", *extra, "--json", str(summary), "--trace-dir", str(tmp_path / name), str(script),
                      str(log)]) == 0

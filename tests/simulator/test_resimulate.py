@@ -108,16 +108,14 @@ def test_missing_exact_table_is_named(gpt_run, tmp_path):
         maya.simulate_trace_dir(trace_dir, exact=tmp_path / "nowhere")
 
 
-def test_host_profile_of_the_users_machine_replaces_the_shipped_host_figures(gpt_run, tmp_path):
+def test_host_profile_of_the_users_machine_replaces_the_shipped_host_figures(gpt_run, tmp_path, slow_host_profile):
     """`maya simulate --host-profile`: the output of `maya profile --families host` on the machine the
     job will run on prices every op's host time; a host three times slower gives a longer step."""
-    from maya.estimator.host_cost import host_overhead
+    from maya.estimator.host_cost import read_host_profile
 
     _, trace_dir = gpt_run
-    profile = tmp_path / "host"
-    profile.mkdir()
-    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
-    (profile / "host_overhead.json").write_text(json.dumps({"per_op_us": slower, "device": "cuda"}))
+    profile = slow_host_profile
+    slower = read_host_profile(profile)
     default = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "a.json")
     slow = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "b.json", host_profile=profile)
     assert slow.median_iteration_ms > 1.2 * default.median_iteration_ms

@@ -166,13 +166,13 @@ def test_error_summary_finds_the_exception_line():
     assert error_summary(None) == ""
 
 
-def test_host_profiles_price_the_clusters_of_their_gpu_with_their_own_cache_entries(make_study, tmp_path):
+def test_host_profiles_price_the_clusters_of_their_gpu_with_their_own_cache_entries(make_study, tmp_path,
+                                                                                    slow_host_profile):
     # A study whose H200 machines have a host three times slower than the shipped figures: the same
     # trace is predicted longer, and the two studies' figures sit under two simulation keys.
-    from maya.estimator.host_cost import host_overhead
     from maya.tune.study import resolve_host_profiles
 
-    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
+    slower = slow_host_profile
     cache = TraceCache(tmp_path)
     shipped = evaluate(make_study(), {"micro_batch": 4}, cache)
     slow = evaluate(make_study(host_profiles=resolve_host_profiles({"h200": slower})), {"micro_batch": 4}, cache)

@@ -222,19 +222,12 @@ def test_in_process_world_matches_the_ray_one(ray_local, tmp_path):
     assert [it.time_ms for it in here.iterations] == [it.time_ms for it in via_ray.iterations]
 
 
-def test_host_profile_prices_a_multi_rank_prediction(tmp_path):
+def test_host_profile_prices_a_multi_rank_prediction(tmp_path, slow_host_profile):
     """`maya.emulate(..., host_profile=...)` with several ranks: the user's host figures (three times
     the shipped ones) reach the whole job's prediction; in-process, as a tuning trial runs it."""
-    import json
-
-    from maya.estimator.host_cost import host_overhead
-
-    profile = tmp_path / "host"
-    profile.mkdir()
-    slower = {k: 3.0 * v for k, v in host_overhead("h200").items()}
-    (profile / "host_overhead.json").write_text(json.dumps({"per_op_us": slower}))
     args = [*TINY, "--dp", "ddp"]
     shipped = maya.emulate(GPT, args, nproc_per_node=2, trace_dir=tmp_path / "a", in_process=True)
-    slow = maya.emulate(GPT, args, nproc_per_node=2, trace_dir=tmp_path / "b", in_process=True, host_profile=profile)
+    slow = maya.emulate(GPT, args, nproc_per_node=2, trace_dir=tmp_path / "b", in_process=True,
+                        host_profile=slow_host_profile)
     assert shipped.exit_code == 0 and slow.exit_code == 0, (shipped.error, slow.error)
     assert slow.world_size == 2 and slow.median_iteration_ms > 1.5 * shipped.median_iteration_ms
