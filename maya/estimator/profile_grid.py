@@ -548,8 +548,10 @@ def _elementwise_calls(x: TensorSpec, cond: TensorSpec) -> list[tuple[str, list,
 def _factory_calls(shape: tuple[int, ...], dtype: str) -> list[tuple[str, list, dict]]:
     """(op, args, kwargs) of the ops that fill a new or existing tensor of `shape` without reading one:
     `torch.zeros`/`ones`/`full` and the random generators, as scripts make noise, masks and token
-    batches on the GPU (a trace records the factories with no tensor input). No shipped profile has
-    timed them yet: until one does, `families.OP_FAMILIES` leaves the factories to roofline, and
+    batches on the GPU (a trace records the factories with no tensor input). Timed on the H200 in
+    session 23 (`benchmarks/gpu/session23_h200/s23a/elementwise/`) but not shipped: refitting the
+    elementwise model with them made its in-training pairs worse (benchmarks/calibrate.py, see
+    fit_choices_h200.md), so `families.OP_FAMILIES` leaves the factories to roofline, and
     `normal_` / `uniform_`, in the elementwise family already, are estimated from the other ops' rows.
     `randint` makes int64 whatever `dtype` is, so it comes with float32 only (once per shape)."""
     new = {"dtype": getattr(torch, dtype), "device": torch.device("cuda")}
