@@ -22,11 +22,11 @@ import weakref
 
 import torch
 from torch._subclasses.fake_tensor import (
-    unset_fake_temporarily,
     DataDependentOutputException,
     DynamicOutputShapeException,
     FakeTensor,
     UnsupportedOperatorException,
+    unset_fake_temporarily,
 )
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -40,11 +40,14 @@ from maya.emulator.attrs import (
     tensor_meta,
 )
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
-from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
+from maya.emulator.distributed import (
+    COLLECTIVE_NAMESPACES,
+    record_functional_collective,
+)
 from maya.emulator.events import EventKind, Phase
 from maya.emulator.host_tensors import runs_on_host
-from maya.emulator.out_of_memory import raise_out_of_memory
 from maya.emulator.module_tracker import ModuleTracker
+from maya.emulator.out_of_memory import raise_out_of_memory
 from maya.emulator.state import EmulationState
 from maya.emulator.value_hints import ValueHints
 
