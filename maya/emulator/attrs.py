@@ -21,11 +21,6 @@ CUDNN_BENCHMARK = "cudnn_benchmark"
 was on: cuDNN then times its algorithms and runs the fastest, instead of the one its heuristics pick,
 so the same shape can take a different time. Absent when the flag was off (PyTorch's default)."""
 
-AUTOCAST_CAST = "autocast_cast"
-"""Top-level `attrs` key, present (true) on a cast that CUDA autocast made inside another op's call
-(`maya.emulator.autocast.AutocastState.cast`): on a GPU machine autocast's C++ runs it, with no Python
-of its own, so it costs the host what a bare aten op does (`maya.estimator.host_cost`)."""
-
 CUDNN_BENCHMARK_OPS = frozenset({"aten::convolution", "aten::convolution_backward"})
 """Ops whose algorithm `torch.backends.cudnn.benchmark` chooses (every 2-D/3-D convolution reaches
 cuDNN through these two)."""

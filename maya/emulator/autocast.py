@@ -19,7 +19,6 @@ from __future__ import annotations
 import enum
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -27,9 +26,6 @@ from torch.overrides import TorchFunctionMode
 
 from maya.emulator.fake_mode import is_emulated_cuda
 from maya.emulator.patcher import Patcher
-
-if TYPE_CHECKING:
-    from maya.emulator.state import EmulationState
 
 
 class CastPolicy(enum.Enum):
@@ -103,9 +99,7 @@ class _Region:
 class AutocastState:
     """The stack of CUDA autocast regions, and the weight-cast cache of the outermost one."""
 
-    def __init__(self, emulation: EmulationState | None = None) -> None:
-        self.emulation = emulation
-        """Whose `in_autocast_cast` marks the casts made here (None: not marked)."""
+    def __init__(self) -> None:
         self.regions: list[_Region] = []
         self.cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.mode = _AutocastMode(self)
@@ -143,20 +137,10 @@ class AutocastState:
             hit = self.cache.get(id(t))
             if hit is not None and hit[0] is t and hit[1].dtype is dtype:
                 return hit[1]
-            casted = self._to(t, dtype)
+            casted = t.to(dtype)
             self.cache[id(t)] = (t, casted)
             return casted
-        return self._to(t, dtype)
-
-    def _to(self, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        emulation = self.emulation
-        if emulation is None:
-            return t.to(dtype)
-        emulation.in_autocast_cast = True
-        try:
-            return t.to(dtype)
-        finally:
-            emulation.in_autocast_cast = False
+        return t.to(dtype)
 
 
 def _on_gpu(t: object) -> bool:
@@ -241,10 +225,9 @@ def _widest_dtype(args: tuple, kwargs: dict) -> torch.dtype | None:
     return widest
 
 
-def install_autocast(patcher: Patcher, emulation: EmulationState | None = None) -> AutocastState:
-    """Route `torch.autocast("cuda")` (and its aliases) to `AutocastState` for this emulation, whose
-    `in_autocast_cast` marks the casts autocast makes."""
-    state = AutocastState(emulation)
+def install_autocast(patcher: Patcher) -> AutocastState:
+    """Route `torch.autocast("cuda")` (and its aliases) to `AutocastState` for this emulation."""
+    state = AutocastState()
     autocast_cls = torch.amp.autocast_mode.autocast
     original_enter, original_exit = autocast_cls.__enter__, autocast_cls.__exit__
 

@@ -31,14 +31,7 @@ from torch._subclasses.fake_tensor import (
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from maya.emulator.allocator import EmulatedOutOfMemory
-from maya.emulator.attrs import (
-    AUTOCAST_CAST,
-    CUDNN_BENCHMARK,
-    CUDNN_BENCHMARK_OPS,
-    encode_call,
-    flatten_tensors,
-    tensor_meta,
-)
+from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, encode_call, flatten_tensors, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
 from maya.emulator.distributed import (
     COLLECTIVE_NAMESPACES,
@@ -228,8 +221,6 @@ class Recorder(TorchDispatchMode):
         attrs, input_metas = encode_call(args, kwargs)
         if name in CUDNN_BENCHMARK_OPS and torch.backends.cudnn.benchmark:
             attrs[CUDNN_BENCHMARK] = True
-        if state.in_autocast_cast:
-            attrs[AUTOCAST_CAST] = True
         state.add_row(
             EventKind.KERNEL,
             name,

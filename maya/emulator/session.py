@@ -61,7 +61,7 @@ class EmulationSession:
         try:
             patch_fake_tensor(patcher)
             install_cuda_api(patcher)
-            autocast = install_autocast(patcher, state)
+            autocast = install_autocast(patcher)
             install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
             install_rnn(patcher, autocast)
             install_batch_norm(patcher)

@@ -71,9 +71,6 @@ class EmulationState:
     next_stream_id: int = 1
     next_event_id: int = 0
     in_optimizer: int = 0
-    in_autocast_cast: bool = False
-    """Set while CUDA autocast casts an op's argument (`AutocastState.cast`): the recorder marks the
-    cast's row with `attrs.AUTOCAST_CAST`."""
     oom: bool = False
     live_storages: dict[int, tuple[Block, weakref.ref]] = field(default_factory=dict)
     workspace_streams: set[tuple[int, bool]] = field(default_factory=set)

@@ -15,8 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from maya.emulator.attrs import AUTOCAST_CAST
-
 _DATA = Path(__file__).parent / "data"
 
 PHASE_COST = {
@@ -148,7 +146,6 @@ def host_costs_us(
     kind = df["kind"].to_numpy()
     launches = np.isin(kind, ["kernel", "memcpy", "collective"])
     host = np.where(launches, host, np.where(kind == "sync", costs["synchronize_us"], 0.0))
-    host[autocast_casts(df)] = costs["aten_op_us"]
     host_rows = np.flatnonzero(kind == "host")
     if len(host_rows):
         names = df["op"].to_numpy()[host_rows]
@@ -176,23 +173,6 @@ def host_costs_us(
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
     return host
-
-
-def autocast_casts(df: pd.DataFrame) -> np.ndarray:
-    """Rows that are casts CUDA autocast made inside another op's call (`attrs.AUTOCAST_CAST`).
-
-    On the GPU machine autocast's C++ casts an op's arguments within the op's own call, with none of
-    the Python a forward op issued from a module carries, so each costs the host `aten_op_us` (a bare
-    aten op from Python) in every phase, and not the phase's figure: the 170 forward casts of a
-    12-layer bf16-autocast HF Llama step (the inputs and weights of its 85 linear layers) would
-    otherwise cost it as many module-level forward ops. Only `_to_copy` rows are parsed.
-    """
-    out = np.zeros(len(df), dtype=bool)
-    copies = np.flatnonzero((df["op"] == "aten::_to_copy").to_numpy() & (df["kind"] == "kernel").to_numpy())
-    if len(copies):
-        attrs = df["attrs"].to_numpy()[copies]
-        out[copies] = [isinstance(a, str) and AUTOCAST_CAST in a and bool(json.loads(a).get(AUTOCAST_CAST)) for a in attrs]
-    return out
 
 
 LAYER_EXTRA_COST = {

@@ -260,31 +260,3 @@ def test_blocking_host_to_gpu_copies_synchronise_the_stream(tmp_path):
         ("memcpy", "aten::_to_copy"),
         ("memcpy", "aten::_to_copy"), ("sync", "cuda:device_to_host"),
     ]
-
-
-AUTOCAST_CASTS = """
-import torch
-lin = torch.nn.Linear(64, 64, bias=False).cuda()
-x = torch.randn(8, 64, device="cuda")
-with torch.autocast("cuda", dtype=torch.bfloat16):
-    y = lin(x)                 # autocast casts x and the weight: two casts inside the linear call
-    z = x.to(torch.bfloat16)   # the script's own cast: an op of its own
-(y.float().sum() + z.float().sum()).backward()
-"""
-
-
-def test_autocast_casts_are_marked_and_cost_the_host_a_bare_op(tmp_path):
-    script = tmp_path / "casts.py"
-    script.write_text(AUTOCAST_CASTS)
-    s = maya.emulate(script, trace_dir=tmp_path / "t")
-    assert s.exit_code == 0, s.error
-    copies = _ops(s)
-    copies = copies[copies.op == "aten::_to_copy"]
-    marked = [bool(json.loads(a).get("autocast_cast")) if a else False for a in copies["attrs"]]
-    forward = (copies.phase == "forward").to_numpy()
-    # The input's and the weight's casts in the linear call; not the script's own, nor backward's.
-    assert sum(marked) == 2 and all(m for m, f in zip(marked, forward) if m) and sum(forward) == 5
-    c = host_overhead("h200")
-    host = host_costs_us(copies)
-    assert [h for h, m in zip(host, marked) if m] == pytest.approx([c["aten_op_us"]] * 2)
-    assert all(h > c["aten_op_us"] for h, m, f in zip(host, marked, forward) if f and not m)
