@@ -29,7 +29,7 @@ def main() -> None:
     tables = [pq.read_table(f) for f in args.files]
     tables = [t.drop_columns([c for c in args.drop if c in t.column_names]) for t in tables]
     table = pa.concat_tables(tables, promote_options="permissive")
-    pq.write_table(table, args.out, compression="zstd")
+    pq.write_table(table, args.out, compression="zstd", compression_level=19)
     print(f"wrote {table.num_rows} rows from {len(args.files)} files to {args.out}")
 
 
