@@ -13,7 +13,7 @@ Each setting is fitted on the rest (the before rows alone, then with the new row
 signature) and scored on those held-out signatures: median |error|, time-weighted error, and the
 signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` uses for the family),
 `rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE),
-`deeper` (shipped with depth 10), `deeper-half` (depth 10 with half the iterations: twice the
+`deep` (the settings of `fit.DEEP_FAMILIES`: depth 8, learning rate 0.05, 2,000 iterations), `deeper` (shipped with depth 10), `deeper-half` (depth 10 with half the iterations: twice the
 model size, where `deeper` is four times), `longer` (shipped with three times the boosting iterations), `faster` (shipped with twice the learning rate: as many trees, the same model size), `time-weighted` and `sqrt-time-weighted` (shipped, each training row
 weighted by its measured time, or its square root: the time-weighted error weighs ops so).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "maya" / "estimator" / "data" / "h200"
 
 
-SETTINGS = ("shipped", "rmse", "mae", "shallow", "deeper", "deeper-half", "longer", "faster", "time-weighted",
+SETTINGS = ("shipped", "rmse", "mae", "shallow", "deep", "deeper", "deeper-half", "longer", "faster", "time-weighted",
             "sqrt-time-weighted")
 """The model settings `--settings` may name (each defined in `settings`)."""
 
@@ -61,6 +61,8 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
         "shallow": {**shipped, "loss_function": "RMSE", "depth": fit._DEPTH, "learning_rate": fit._LEARNING_RATE,
                     "iterations": 1000},
         "deeper": {**shipped, "depth": 10},
+        "deep": {**shipped, "depth": fit._DEEP_DEPTH, "learning_rate": fit._DEEP_LEARNING_RATE,
+                 "iterations": 1000 * fit._DEEP_ITERATIONS_FACTOR},
         "longer": {**shipped, "iterations": 3 * shipped["iterations"]},
         "faster": {**shipped, "learning_rate": 2 * shipped["learning_rate"]},
         "deeper-half": {**shipped, "depth": 10, "iterations": shipped["iterations"] // 2},

@@ -38,7 +38,7 @@ MIN_HOLDOUT_SIGNATURES = 5
 
 _DEPTH = 6
 _LEARNING_RATE = 0.08
-DEEP_FAMILIES = frozenset({"gemm", "conv", "rnn", "sdpa"})
+DEEP_FAMILIES = frozenset({"gemm", "conv", "rnn", "sdpa", "norm"})
 """Families fitted with deeper trees (depth 8, twice the iterations, learning rate 0.05): GEMM and
 convolution, with the most rows and the most shape parameters, cuDNN's RNNs (6,700 rows, whose time
 depends on the product of steps, layers and directions), and attention once it had 8,560 rows. Chosen
@@ -48,7 +48,9 @@ to 17.3% / 22.3%, RNN (with the draws of `rnn_draws.parquet`, on the split of th
 from 14.4% / 17.6% to 13.4% / 17.3% (2026-11-30, the H200 profiles). Attention, with the draws of
 `sdpa_draws.parquet`, on the signatures that split held out of the rows before them: 3.3% / 2.9%
 shallow, 2.5% / 3.1% deep (3.5% / 3.9% and 3.2% / 3.5% without the draws; benchmarks/fit_choices.py,
-benchmarks/results/fit_choices_h200.md)."""
+benchmarks/results/fit_choices_h200.md). Normalisation since session 24, with the channel layer norms
+(`norm_channel_layer_norms.parquet`): 5.0% / 7.8% -> 4.2% / 7.7% on the held-out signatures of the
+rows before them, 8.8% / 17.1% -> 6.9% / 16.3% on those of the new rows."""
 _DEEP_DEPTH, _DEEP_ITERATIONS_FACTOR, _DEEP_LEARNING_RATE = 8, 2, 0.05
 LOSS_BY_FAMILY = {"gemm": "MAE", "conv": "MAE"}
 """CatBoost loss per family (default RMSE on the log target). GEMM fits the median of log(duration /
