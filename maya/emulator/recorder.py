@@ -33,10 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from maya.emulator.allocator import EmulatedOutOfMemory
 from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, encode_call, flatten_tensors, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
-from maya.emulator.distributed import (
-    COLLECTIVE_NAMESPACES,
-    record_functional_collective,
-)
+from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
 from maya.emulator.host_tensors import runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
