@@ -49,8 +49,8 @@ from 14.4% / 17.6% to 13.4% / 17.3% (2026-11-30, the H200 profiles). Attention, 
 `sdpa_draws.parquet`, on the signatures that split held out of the rows before them: 3.3% / 2.9%
 shallow, 2.5% / 3.1% deep (3.5% / 3.9% and 3.2% / 3.5% without the draws; benchmarks/fit_choices.py,
 benchmarks/results/fit_choices_h200.md). Normalisation since session 24, with the channel layer norms
-(`norm_channel_layer_norms.parquet`): 5.0% / 7.8% -> 4.2% / 7.7% on the held-out signatures of the
-rows before them, 8.8% / 17.1% -> 6.9% / 16.3% on those of the new rows."""
+(`norm_channel_layer_norms.parquet`): 4.9% / 8.2% -> 4.2% / 7.2% on the held-out signatures of the
+rows before them, 11.9% / 16.4% -> 10.4% / 17.6% on those of the new rows."""
 _DEEP_DEPTH, _DEEP_ITERATIONS_FACTOR, _DEEP_LEARNING_RATE = 8, 2, 0.05
 LOSS_BY_FAMILY = {"gemm": "MAE", "conv": "MAE"}
 """CatBoost loss per family (default RMSE on the log target). GEMM fits the median of log(duration /
