@@ -29,7 +29,7 @@ def write_traces_dataset(trace_dir: str | os.PathLike, tables: Mapping[int, pa.T
     data_logger = logging.getLogger("ray.data")
     level = data_logger.level
     if not logging.getLogger().isEnabledFor(logging.INFO):
-        data_logger.setLevel(logging.ERROR)
+        data_logger.setLevel(logging.WARNING)
     try:
         ray.data.from_arrow(blocks).write_parquet(str(trace_dir), partition_cols=["rank"])
     finally:
