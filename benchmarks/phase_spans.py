@@ -1,10 +1,10 @@
 """Where a real step's GPU time goes per phase, against Maya's timeline of the same step.
 
-    python benchmarks/phase_spans.py --probe benchmarks/gpu/session18_h200/s18b/phases [--out FILE]
+    python benchmarks/phase_spans.py --probe benchmarks/gpu/session18_h200/s18b/phases [--op-times DIR] [--out FILE]
 
 Reads host_phase_probe.py's output (per workload, the CUDA events it recorded at the first module
 forward, around the backward and around the optimizer step: `gpu_phases`) and, where
-benchmarks/gpu/op_times_h200 has the workload's profiled Chrome trace, the kernel time per phase of
+benchmarks/gpu/op_times_h200 (or --op-times) has the workload's profiled Chrome trace, the kernel time per phase of
 that profiled iteration. It emulates each workload (2 warm-up + 2 steps) and simulates it as `maya
 emulate` does, then puts the same marks on Maya's timeline: a mark is reached on the GPU when the
 host issues the phase's first GPU op and all GPU work issued before it has ended.
@@ -94,15 +94,24 @@ def maya_spans(trace_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
     return spans, busy
 
 
+def _shown(path: Path) -> Path:
+    """`path` as the command line would name it from the repository root."""
+    return path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--probe", type=Path, required=True, help="host_phase_probe.py output directory")
+    p.add_argument("--op-times", type=Path, default=OP_TIMES,
+                   help="directory of op_time_probe.py's Chrome traces (NAME.trace.json.gz) for the profiled busy "
+                        "columns (default: benchmarks/gpu/op_times_h200)")
     p.add_argument("--out", type=Path, help="also write the table here")
     args = p.parse_args()
     files = sorted(args.probe.glob("*.json.gz"))
     if not files:
         sys.exit(f"{args.probe}: no host_phase_probe.py output (*.json.gz)")
-    lines = [f"Made by `python benchmarks/phase_spans.py --probe {args.probe.relative_to(ROOT) if args.probe.is_absolute() else args.probe}`"
+    op_times = "" if args.op_times == OP_TIMES else f" --op-times {_shown(args.op_times)}"
+    lines = [f"Made by `python benchmarks/phase_spans.py --probe {_shown(args.probe)}{op_times}`"
              " (ms per step; idle = span - busy).", "",
              "| workload | phase | measured span | profiled busy | measured idle | Maya span | Maya busy | Maya idle |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -111,7 +120,7 @@ def main() -> None:
             probe = json.loads(gzip.open(path).read())
             name = probe["workload"]
             measured = measured_spans(probe)
-            chrome = OP_TIMES / f"{name}.trace.json.gz"
+            chrome = args.op_times / f"{name}.trace.json.gz"
             busy = profiled_busy(chrome) if chrome.is_file() else None
             spans, maya_busy = maya_spans(emulated_trace(name, Path(tmp)).parents[1])
             for d in (measured, busy, spans, maya_busy):

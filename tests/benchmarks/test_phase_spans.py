@@ -55,3 +55,9 @@ def test_maya_spans_tile_a_simulated_iteration(tmp_path):
     # Forward, backward and optimizer run from one forward mark to the next: the whole iteration.
     assert sum(spans.values()) == pytest.approx(summary.iterations[1].time_ms, rel=1e-6)
     assert all(0 < busy[p] <= spans[p] for p in phase_spans.PHASES)
+
+
+def test_paths_in_the_made_by_line_are_named_from_the_repository_root(tmp_path):
+    # The table's "Made by" line is a command to rerun from the repository root, whatever the cwd was.
+    assert phase_spans._shown(ROOT / "benchmarks" / "gpu" / "op_times_h200") == Path("benchmarks/gpu/op_times_h200")
+    assert phase_spans._shown(tmp_path) == tmp_path
