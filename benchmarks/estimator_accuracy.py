@@ -184,17 +184,26 @@ def noise_floor(heldout: Path, repeats: list[Path], retimed: dict[str, Path] | N
     first, second = _read(heldout), _read(*repeats)
     if retimed:
         first, second = retime(first, heldout, retimed, ["process1"]), retime(second, heldout, retimed, ["process2"])
-    a = pd.DataFrame({"key": profile_keys(first), "family": first.column("family").to_pylist(),
-                      "first_us": first.column("duration_us").to_numpy()})
+    return difference_table(first, second)
+
+
+def difference_table(first: pa.Table, second: pa.Table, by: tuple[str, ...] = ("family",)) -> str:
+    """Markdown table: per group of `first`'s `by` columns and over all, how far `second`'s timing of
+    each signature of `first` lies from `first`'s (median |second/first - 1| and
+    sum|second - first| / sum(first)); signatures only one of them timed are left out."""
+    a = pd.DataFrame({"key": profile_keys(first), "first_us": first.column("duration_us").to_numpy(),
+                      **{c: first.column(c).to_pylist() for c in by}})
     b = pd.DataFrame({"key": profile_keys(second), "second_us": second.column("duration_us").to_numpy()})
     both = a.merge(b.drop_duplicates("key"), on="key")
-    lines = ["| family | signatures timed twice | median abs difference | time-weighted difference |",
-             "|---|---:|---:|---:|"]
-    for family, g in both.groupby("family"):
+    lines = [f"| {' | '.join(by)} | signatures timed twice | median abs difference | time-weighted difference |",
+             f"|{'---|' * len(by)}---:|---:|---:|"]
+    for group, g in both.groupby(list(by)):
         diff = (g.second_us - g.first_us).abs()
-        lines.append(f"| {family} | {len(g)} | {(diff / g.first_us).median():.1%} | {diff.sum() / g.first_us.sum():.1%} |")
+        lines.append(f"| {' | '.join(map(str, group))} | {len(g)} | {(diff / g.first_us).median():.1%} | "
+                     f"{diff.sum() / g.first_us.sum():.1%} |")
     diff = (both.second_us - both.first_us).abs()
-    lines.append(f"| **all** | {len(both)} | {(diff / both.first_us).median():.1%} | {diff.sum() / both.first_us.sum():.1%} |")
+    lines.append(f"| **all** |{' |' * (len(by) - 1)} {len(both)} | {(diff / both.first_us).median():.1%} | "
+                 f"{diff.sum() / both.first_us.sum():.1%} |")
     return "\n".join(lines)
 
 
