@@ -105,6 +105,14 @@ def composite_op_extra_us(gpu: str = "h200") -> dict[str, float]:
     return _host_overhead_file(gpu).get("composite_op_extra_us", {})
 
 
+def attention_extra_us(gpu: str = "h200") -> dict[str, float]:
+    """cuDNN attention op -> host time (microseconds) a call spends beyond one launch (its execution
+    plan built or looked up on every call), measured from real `gpu` profiles (`attention_extra_us` in
+    host_overhead.json, by benchmarks/attention_host_extra.py; the H200's for others); none where
+    never measured."""
+    return _host_overhead_file(gpu).get("attention_extra_us", {})
+
+
 HOST_EVENT_COST = {
     "torch:checkpoint": ("checkpoint_region_us", "checkpoint_per_op_us"),
     "dtensor:op": ("dtensor_op_us", "dtensor_list_entry_us"),
@@ -159,8 +167,9 @@ def host_costs_us(
     # Ops whose CUDA implementation launches a sort or several sub-ops (embedding backward, index_put
     # with accumulate, nonzero) cost the issuing thread 70-130 us more than a one-launch op, and a CNN
     # layer's convolution and batch norm more too (cuDNN's plan lookup, a batch norm's several
-    # kernels) where the GPU machine's figures measured it.
-    extra_us = {**{name: costs.get(key, 0.0) for name, key in LAYER_EXTRA_COST.items()}, **composite_op_extra_us(gpu)}
+    # kernels), and cuDNN's attention (its plan again), where the GPU machine's figures measured it.
+    extra_us = {**{name: costs.get(key, 0.0) for name, key in LAYER_EXTRA_COST.items()}, **composite_op_extra_us(gpu),
+                **attention_extra_us(gpu)}
     extra = op.map(extra_us).fillna(0.0).to_numpy(dtype=float)
     host = np.where(launches, host + extra, host)
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()

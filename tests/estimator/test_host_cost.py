@@ -7,6 +7,7 @@ import pytest
 
 from maya.estimator.host_cost import (
     LIST_ENTRIES_PER_PARAMETER,
+    attention_extra_us,
     composite_op_extra_us,
     forward_in_situ_factor,
     host_costs_us,
@@ -153,3 +154,26 @@ def test_a_foreach_row_pays_per_list_entry_even_where_a_list_repeats():
     c = host_overhead("h200")
     expected = c["aten_op_us"] + 12 * c["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
     assert host_costs_us(rows)[0] == pytest.approx(expected)
+
+
+def test_cudnn_attention_pays_its_measured_plan_cost_and_other_backends_do_not():
+    c = host_overhead("h200")
+    extra = attention_extra_us("h200")
+    rows = pd.DataFrame(
+        {
+            "kind": ["kernel", "kernel", "kernel"],
+            "phase": ["forward", "backward", "forward"],
+            "op": ["aten::_scaled_dot_product_cudnn_attention", "aten::_scaled_dot_product_cudnn_attention_backward",
+                   "aten::_scaled_dot_product_flash_attention"],
+            "input_shapes": [[[8, 12, 1024, 64]] * 3] * 3,
+            "attrs": [None] * 3,
+        }
+    )
+    host = host_costs_us(rows)
+    # H200 Chrome traces of calibration workloads: a cuDNN attention call costs 5-8 one-launch ops profiled.
+    fwd, bwd = extra["aten::_scaled_dot_product_cudnn_attention"], extra["aten::_scaled_dot_product_cudnn_attention_backward"]
+    assert 20 < fwd < 80 and 20 < bwd < 100
+    forward = c["module_forward_op_us"] * forward_in_situ_factor("h200")
+    assert host[0] == pytest.approx(forward + fwd)
+    assert host[1] == pytest.approx(c["autograd_backward_op_us"] + bwd)
+    assert host[2] == pytest.approx(forward)  # no flash-attention figure was measured

@@ -1,0 +1,114 @@
+"""Host time a cuDNN attention call spends beyond a one-launch op, from profiled H200 steps.
+
+    python benchmarks/attention_host_extra.py [--write]
+
+Reads the Chrome traces of the calibration workloads (benchmarks/gpu/op_times_h200/*.trace.json.gz,
+`op_time_probe.py --chrome`; held-out workloads are never profiled there). In each trace that runs
+cuDNN's attention, it takes the median profiled CPU time of the forward op
+(`aten::_scaled_dot_product_cudnn_attention`, on the threads that run the forward, inside
+`aten::scaled_dot_product_attention`'s call) and of the backward op (`..._backward`, on the autograd
+engine's thread), and beside each the median of the top-level calls of one-launch ops on the same
+threads (`ONE_LAUNCH_FORWARD`, `ONE_LAUNCH_BACKWARD`). The extra of a
+trace is (attention - one-launch) scaled from profiled to unprofiled time by `aten_op_us` over the
+one-launch median, as `composite_op_extra_us` in host_overhead.json was measured; the figure kept is
+the median over traces. cuDNN builds or looks up an execution plan on every call (the frontend's
+graph cache), which a one-launch op does not do. `--write` stores both figures as
+`attention_extra_us` in maya/estimator/data/h200/host_overhead.json (`maya.estimator.host_cost`
+adds them to those ops' launches).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OP_TIMES = ROOT / "benchmarks" / "gpu" / "op_times_h200"
+HOST_FILE = ROOT / "maya" / "estimator" / "data" / "h200" / "host_overhead.json"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernel_attribution import read_events  # noqa: E402
+
+FORWARD_OP = "aten::_scaled_dot_product_cudnn_attention"
+BACKWARD_OP = "aten::_scaled_dot_product_cudnn_attention_backward"
+ONE_LAUNCH_FORWARD = ("aten::add", "aten::mul", "aten::gelu", "aten::relu", "aten::silu")
+"""One-kernel ops whose top-level calls from Python are the forward's reference."""
+ONE_LAUNCH_BACKWARD = ("aten::gelu_backward", "aten::silu_backward", "aten::threshold_backward")
+"""One-kernel backward ops (the activations' gradients) run by the autograd engine: the backward's reference."""
+
+
+def profiled_durations(events: list[dict]) -> dict[tuple[str, bool, bool], list[float]]:
+    """(op name, on an autograd engine thread, called at top level) -> profiled CPU durations (us).
+    Top level: no aten op of the same thread encloses it (an engine thread's ops sit under its
+    `autograd::engine::evaluate_function` and autograd node ranges, which do not count)."""
+    cpu = [e for e in events if e.get("cat") == "cpu_op"]
+    engine = {e["tid"] for e in cpu if e["name"].startswith("autograd::engine")}
+    by_tid: dict[object, list[dict]] = defaultdict(list)
+    for e in cpu:
+        by_tid[e["tid"]].append(e)
+    out: dict[tuple[str, bool, bool], list[float]] = defaultdict(list)
+    for tid, ops in by_tid.items():
+        ops.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
+        stack: list[dict] = []
+        for e in ops:
+            while stack and stack[-1]["ts"] + stack[-1].get("dur", 0) <= e["ts"]:
+                stack.pop()
+            top = not any(s["name"].startswith("aten::") for s in stack)
+            out[(e["name"], tid in engine, top)].append(e.get("dur", 0))
+            stack.append(e)
+    return out
+
+
+def trace_extras(events: list[dict], aten_op_us: float) -> dict[str, float]:
+    """{"forward"/"backward": extra unprofiled us} of one trace, for the directions it has."""
+    d = profiled_durations(events)
+    extras = {}
+    for direction, op, refs, engine in (("forward", FORWARD_OP, ONE_LAUNCH_FORWARD, False),
+                                        ("backward", BACKWARD_OP, ONE_LAUNCH_BACKWARD, True)):
+        calls = d.get((op, engine, True), []) + d.get((op, engine, False), [])  # inside scaled_dot_product_attention
+        ref = [x for name in refs for x in d.get((name, engine, True), [])]
+        if calls and ref:
+            one = statistics.median(ref)
+            extras[direction] = (statistics.median(calls) - one) * aten_op_us / one
+    return extras
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--write", action="store_true", help="store the medians in host_overhead.json")
+    args = p.parse_args(argv)
+    host = json.loads(HOST_FILE.read_text())
+    aten_op_us = host["per_op_us"]["aten_op_us"]
+    per_trace = {}
+    for path in sorted(OP_TIMES.glob("*.trace.json.gz")):
+        extras = trace_extras(read_events(path), aten_op_us)
+        if extras:
+            per_trace[path.name.removesuffix(".trace.json.gz")] = extras
+    if not per_trace:
+        sys.exit(f"no trace in {OP_TIMES} runs {FORWARD_OP}")
+    print(f"aten_op_us {aten_op_us:.2f} (host_overhead.json); extra us beyond a one-launch op, per trace:")
+    print("| workload | forward | backward |\n|---|---:|---:|")
+    for name, extras in per_trace.items():
+        print(f"| {name} | " + " | ".join(f"{extras[k]:.1f}" if k in extras else "-" for k in ("forward", "backward")) + " |")
+    medians = {op: round(statistics.median(e[k] for e in per_trace.values() if k in e), 1)
+               for op, k in ((FORWARD_OP, "forward"), (BACKWARD_OP, "backward"))}
+    print("median over traces: " + ", ".join(f"{op} {us}" for op, us in medians.items()))
+    if args.write:
+        host["attention_extra_us"] = medians
+        host["attention_extra_method"] = (
+            "Host time beyond one launch of a cuDNN attention call (cuDNN's execution plan built or "
+            "looked up on every call), `python benchmarks/attention_host_extra.py --write`: per Chrome "
+            f"trace of benchmarks/gpu/op_times_h200 that runs it ({', '.join(per_trace)}), the median "
+            "profiled CPU time of the op minus that of the trace's one-launch ops (forward: top-level "
+            "add, mul, gelu, relu, silu; backward: the activation gradients on the autograd engine's "
+            "thread), scaled to unprofiled time by aten_op_us over that one-launch median; the median "
+            "over the traces.")
+        HOST_FILE.write_text(json.dumps(host, indent=2) + "\n")
+        print(f"wrote attention_extra_us to {HOST_FILE.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
