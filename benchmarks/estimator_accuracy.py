@@ -76,7 +76,7 @@ def _probe():
 
 def default_retimed(heldout: Path) -> dict[str, Path]:
     """`RETIMED` for the committed held-out set; no re-timed families for any other set."""
-    return RETIMED if heldout == HELDOUT else {}
+    return RETIMED if Path(heldout).resolve() == HELDOUT.resolve() else {}
 
 
 def retime(table: pa.Table, heldout: Path, retimed: dict[str, Path], stems: list[str] | None = None) -> pa.Table:

@@ -72,3 +72,12 @@ def test_convolutions_scored_against_their_sleep_timed_median_unless_told_not_to
     conv = [t for f, t in zip(heldout.column("family").to_pylist(), heldout.column("duration_us").to_pylist()) if f == "conv"]
     conv_first = [t for f, t in zip(first.column("family").to_pylist(), first.column("duration_us").to_pylist()) if f == "conv"]
     assert len(conv) == len(conv_first) == 888 and conv != conv_first
+
+
+def test_committed_held_out_set_is_retimed_however_its_path_is_written(monkeypatch):
+    """`--heldout benchmarks/gpu/heldout_ops_h200` (relative, as the usage line writes it) is the committed
+    set: its convolutions and RNNs are scored against their sleep-timed median, not silently the idle timing."""
+    monkeypatch.chdir(ROOT)
+    assert accuracy.default_retimed(Path("benchmarks/gpu/heldout_ops_h200")) == accuracy.RETIMED
+    assert accuracy.default_retimed(ROOT / "benchmarks" / "gpu" / ".." / "gpu" / "heldout_ops_h200") == accuracy.RETIMED
+    assert accuracy.default_retimed(ROOT / "benchmarks" / "gpu" / "heldout_cnn_layers_h200") == {}
