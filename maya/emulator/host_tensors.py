@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
 HOST_REAL_MAX_NUMEL = 1 << 16
 """Largest CPU tensor (elements) that is computed for real."""
@@ -78,3 +78,16 @@ def runs_on_host(func, args: tuple, kwargs: dict) -> bool:
     except (TypeError, ValueError, IndexError):
         return False
     return numel is not None and numel <= HOST_REAL_MAX_NUMEL
+
+
+def host_ints(lengths) -> list[int] | None:
+    """The values of an int list or a real host tensor; None for a fake tensor or one without data."""
+    if isinstance(lengths, (list, tuple)):
+        return [int(v) for v in lengths]
+    if isinstance(lengths, FakeTensor) or lengths.device.type != "cpu":
+        return None
+    try:
+        with unset_fake_temporarily():  # read outside the fake mode, which would fake the read too
+            return [int(v) for v in lengths.reshape(-1).tolist()]
+    except RuntimeError:  # "tolist() shouldn't be called on a tensor with unallocated storage"
+        return None

@@ -25,6 +25,12 @@ returns nothing, the engine finishes the pass, whose gradients no longer matter,
 `backward` / `grad` call raises the exception with its own traceback. An autograd Function's
 `backward` that raises did not abort (tests/emulator/test_raises_in_backward.py checks both); other
 engine callbacks (saved-tensor unpack hooks, hooks on autograd nodes) have not been tried.
+
+An aten op of a C++ backward node that raises in the dispatch mode (an op Maya cannot emulate, such
+as `multilabel_margin_loss_backward`) aborted the same way, rc 134 and no message. The recorder
+defers that error too and hands the dispatcher a result that is not a tensor: the engine stops the
+pass with a C++ error of its own, which leaves no Python error behind, and the `backward` / `grad`
+call raises the deferred error instead (the wrapper below).
 """
 
 from __future__ import annotations
@@ -39,12 +45,12 @@ from maya.emulator.patcher import Patcher
 
 def raise_out_of_memory(state: st.EmulationState, message: str) -> None:
     """Raise `torch.OutOfMemoryError` now, or defer it inside a backward pass (module docstring)."""
-    if not _in_backward():
+    if not in_backward():
         raise torch.OutOfMemoryError(message) from None
-    _defer(state, torch.OutOfMemoryError(message))
+    defer(state, torch.OutOfMemoryError(message))
 
 
-def _in_backward() -> bool:
+def in_backward() -> bool:
     """Whether this thread is running a backward pass (an autograd graph task)."""
     task_id = getattr(torch._C, "_current_graph_task_id", None)
     if task_id is None:  # a torch without it: the engine's device work runs off the main thread
@@ -52,7 +58,7 @@ def _in_backward() -> bool:
     return task_id() != -1
 
 
-def _defer(state: st.EmulationState, error: BaseException) -> None:
+def defer(state: st.EmulationState, error: BaseException) -> None:
     """Keep the first exception raised inside a backward pass (an OOM or a hook's), to raise when the
     pass returns; later ones mostly follow from it (a hook running on without its memory)."""
     if state.deferred_error is None:
@@ -65,7 +71,13 @@ def install_deferred_errors(patcher: Patcher, state: st.EmulationState) -> None:
         original = getattr(torch.autograd, name)
 
         def wrapper(*args, _original=original, **kwargs):
-            result = _original(*args, **kwargs)
+            try:
+                result = _original(*args, **kwargs)
+            except BaseException:
+                if state.deferred_error is None:
+                    raise
+                error, state.deferred_error = state.deferred_error, None
+                raise error from None  # the engine's own error only says that the deferred one stopped it
             if state.deferred_error is not None:
                 error, state.deferred_error = state.deferred_error, None
                 raise error
@@ -80,9 +92,9 @@ def install_deferred_errors(patcher: Patcher, state: st.EmulationState) -> None:
             try:
                 return hook(*args, **kwargs)
             except BaseException as error:
-                if not _in_backward():
+                if not in_backward():
                     raise
-                _defer(state, error)
+                defer(state, error)
                 return None
 
         return register_hook(self, deferring_hook)

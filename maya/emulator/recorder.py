@@ -33,11 +33,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from maya.emulator.allocator import EmulatedOutOfMemory
 from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, encode_call, flatten_tensors, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
+from maya.emulator.ctc_loss import ctc_loss_backward_output, ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
-from maya.emulator.host_tensors import runs_on_host
+from maya.emulator.host_tensors import host_ints, runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
-from maya.emulator.out_of_memory import raise_out_of_memory
+from maya.emulator.out_of_memory import defer, in_backward, raise_out_of_memory
 from maya.emulator.state import EmulationState
 from maya.emulator.value_hints import ValueHints
 
@@ -100,6 +101,34 @@ def _tf32_permission(name: str) -> bool | None:
     return None
 
 
+def _pack_padded_sequence(x: torch.Tensor, lengths: torch.Tensor, batch_first: bool) -> tuple[tuple, bool]:
+    """`aten::_pack_padded_sequence` of a fake GPU `x`: its rows are as many as the `lengths` (a host
+    tensor, as PyTorch requires) sum to. PyTorch's own CPU kernel runs for real on a one-byte-per-element
+    stand-in for `x`'s batch and time dimensions, so the `batch_sizes` it returns, and its errors
+    (unsorted or zero lengths), are PyTorch's; the GPU gathers the rows without waiting on the host
+    (the False returned: no sync). Lengths without values (copied from the GPU, a sync the copy
+    recorded) stand for every sequence using all of `x`'s time steps."""
+    values = host_ints(lengths)
+    steps, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+    with unset_fake_temporarily():
+        real = torch.tensor([steps] * batch if values is None else values, dtype=torch.int64)
+        data, batch_sizes = torch._VF._pack_padded_sequence(torch.empty(x.shape[:2], dtype=torch.uint8), real, batch_first)
+    return (torch.empty((data.shape[0], *x.shape[2:]), dtype=x.dtype, device=x._fake_device), batch_sizes), False
+
+
+_LENGTH_SHAPED = {
+    "aten::_pack_padded_sequence": _pack_padded_sequence, "aten::_ctc_loss": ctc_loss_outputs,
+    "aten::_ctc_loss.Tensor": ctc_loss_outputs, "aten::_ctc_loss_backward": ctc_loss_backward_output,
+    "aten::_ctc_loss_backward.Tensor": ctc_loss_backward_output,
+}
+"""Ops of sequence lengths whose outputs Maya shapes itself: op name -> function returning the outputs
+and whether the real step syncs to read the lengths."""
+
+
+_NO_RESULT = object()
+"""What an op that raised inside a backward pass returns: not a tensor, so the engine stops there."""
+
+
 def _on_gpu(t: torch.Tensor) -> bool:
     return isinstance(t, FakeTensor) and t._fake_device.type == INTERNAL_TYPE
 
@@ -146,6 +175,18 @@ class Recorder(TorchDispatchMode):
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        try:
+            return self._dispatch(func, types, args, kwargs)
+        except Exception as error:
+            if not in_backward():
+                raise
+            # Raised on the autograd engine's thread, the error would abort the process with no message
+            # (out_of_memory.py says why): keep it for the backward call to raise, and give the
+            # dispatcher a result it cannot use, which stops the pass with a C++ error instead.
+            defer(self.state, error)
+            return _NO_RESULT
+
+    def _dispatch(self, func, types, args, kwargs):
         if any(_is_wrapper_subclass(t) for t in types):
             # A wrapper subclass (DTensor, AsyncCollectiveTensor): let it unwrap first. Its inner
             # ops on fake local tensors then come back here and are recorded; handled here, they
@@ -176,7 +217,10 @@ class Recorder(TorchDispatchMode):
             return self._item(args[0])
         dynamic_shape = False
         try:
-            out = func(*args, **kwargs)
+            if name in _LENGTH_SHAPED:  # before FakeTensor, which refuses their host length tensors
+                out, dynamic_shape = _LENGTH_SHAPED[name](*args, **kwargs)
+            else:
+                out = func(*args, **kwargs)
         except DynamicOutputShapeException:
             out = self._select_all(func, name, args, kwargs)
             dynamic_shape = True

@@ -18,13 +18,14 @@ from maya.emulator import state as st
 from maya.emulator.autocast import install_autocast
 from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
 from maya.emulator.batch_norm import install_batch_norm
-from maya.emulator.conv_layout import install_conv_layout
-from maya.emulator.group_norm import install_group_norm
 from maya.emulator.compat import install_compat
-from maya.emulator.events import EventKind
+from maya.emulator.conv_layout import install_conv_layout
+from maya.emulator.ctc_loss import install_ctc_loss
 from maya.emulator.cuda_api import install_cuda_api
 from maya.emulator.distributed import install_distributed
+from maya.emulator.events import EventKind
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
+from maya.emulator.group_norm import install_group_norm
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.nccl import NcclRuntime
 from maya.emulator.out_of_memory import install_deferred_errors
@@ -67,6 +68,7 @@ class EmulationSession:
             install_batch_norm(patcher)
             install_conv_layout(patcher)
             install_group_norm(patcher)
+            install_ctc_loss(patcher)
             _patch_movement(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)

@@ -1,5 +1,8 @@
 """An exception raised inside a backward pass ends the script with its traceback, not an abort.
 
+That includes an aten op of a C++ backward node that Maya cannot emulate: raised from the dispatch
+mode there, it aborted the process with rc 134 and no message, until the recorder deferred it too.
+
 PyTorch's autograd engine runs a device's backward on its own thread, under a stream guard whose
 destructor calls back into Python (Maya's device is registered from Python); an exception leaving a
 tensor hook there aborted the process with no traceback (a custom Function's backward did not; both
@@ -19,6 +22,7 @@ SCRIPT = Path(__file__).parent / "scripts" / "raises_in_backward.py"
 @pytest.mark.parametrize(("where", "message", "line"), [
     ("hook", "ValueError: the hook refuses", 'raise ValueError("the hook refuses")'),
     ("function", "ValueError: the function's backward refuses", "raise ValueError(\"the function's backward refuses\")"),
+    ("op", "Maya cannot emulate aten::multilabel_margin_loss_backward", "y.sum().backward()"),
 ])
 def test_an_exception_in_backward_ends_the_script_with_its_traceback(tmp_path, where, message, line):
     done = subprocess.run(

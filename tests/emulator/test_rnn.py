@@ -107,9 +107,13 @@ def test_packed_sequence_with_host_batch_sizes():
     assert _row(rows, "aten::_cudnn_rnn")[OUTPUTS][0][0] == (16, 32)
 
 
-def test_pack_padded_sequence_is_a_named_unsupported_op():
-    with emulated(), pytest.raises(Exception, match="_pack_padded_sequence"):
-        nn.utils.rnn.pack_padded_sequence(torch.randn(6, 4, 16, device="cuda"), [6, 5, 3, 2])
+def test_pack_padded_sequence_packs_the_host_lengths():
+    # More in test_sequence_ops.py; lengths copied from the GPU have no values: every sequence full.
+    with emulated():
+        x = torch.randn(6, 4, 16, device="cuda")
+        assert nn.utils.rnn.pack_padded_sequence(x, [6, 5, 3, 2]).batch_sizes.tolist() == [4, 4, 3, 2, 2, 1]
+        from_gpu = nn.utils.rnn.pack_padded_sequence(x, torch.full((4,), 6, device="cuda"))
+        assert from_gpu.batch_sizes.tolist() == [4] * 6 and tuple(from_gpu.data.shape) == (24, 16)
 
 
 def test_autocast_runs_the_lstm_in_float16():
