@@ -17,7 +17,6 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from maya.emulator.events import Phase
 
 
-
 class ModuleTracker:
     """Maintains the active module path while forward passes run."""
 

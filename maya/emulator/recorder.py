@@ -125,6 +125,12 @@ _LENGTH_SHAPED = {
 and whether the real step syncs to read the lengths."""
 
 
+@functools.cache
+def _composite(func: torch._ops.OpOverload) -> bool:
+    """Whether `func` has a CompositeImplicitAutograd kernel (a decomposition into other aten ops)."""
+    return torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
+
+
 _NO_RESULT = object()
 """What an op that raised inside a backward pass returns: not a tensor, so the engine stops there."""
 
@@ -233,6 +239,14 @@ class Recorder(TorchDispatchMode):
         except (NotImplementedError, RuntimeError) as e:
             if isinstance(e, (EmulatedOutOfMemory, UnsupportedOperation, torch.OutOfMemoryError)):
                 raise
+            if _composite(func):
+                # Dispatched below autograd (inside a higher-order operator's rule), a composite op
+                # reaches the modes undecomposed, and the fake mode's own decomposition runs without
+                # this recorder (a host tensor's copy to the GPU then fails): decompose it here.
+                with self:
+                    out = func.decompose(*args, **kwargs)
+                if out is not NotImplemented:
+                    return out
             if "meta" in str(e) or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):
                 raise self._unsupported(name, str(e).splitlines()[0]) from None
             raise

@@ -22,9 +22,11 @@ from maya.emulator.compat import install_compat
 from maya.emulator.conv_layout import install_conv_layout
 from maya.emulator.ctc_loss import install_ctc_loss
 from maya.emulator.cuda_api import install_cuda_api
+from maya.emulator.data_constructors import install_data_constructors
 from maya.emulator.distributed import install_distributed
 from maya.emulator.events import EventKind
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
+from maya.emulator.flex_attention import install_flex_attention
 from maya.emulator.group_norm import install_group_norm
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.nccl import NcclRuntime
@@ -69,6 +71,8 @@ class EmulationSession:
             install_conv_layout(patcher)
             install_group_norm(patcher)
             install_ctc_loss(patcher)
+            install_data_constructors(patcher)
+            install_flex_attention(Recorder)
             _patch_movement(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)
