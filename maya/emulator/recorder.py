@@ -36,6 +36,7 @@ from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
 from maya.emulator.ctc_loss import ctc_loss_backward_output, ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
+from maya.emulator.generators import without_emulated_generator
 from maya.emulator.host_tensors import host_ints, runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.out_of_memory import defer, in_backward, raise_out_of_memory
@@ -200,7 +201,7 @@ class Recorder(TorchDispatchMode):
             if not self.paused and any(t.__name__ == "DTensor" for t in types):
                 self._note_dtensor_op(args, kwargs)
             return NotImplemented
-        kwargs = kwargs or {}
+        kwargs = without_emulated_generator(kwargs or {})
         self.state.dispatched_ops += 1
         name = _op_name(func)
         if kwargs:

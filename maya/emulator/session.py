@@ -27,6 +27,7 @@ from maya.emulator.distributed import install_distributed
 from maya.emulator.events import EventKind
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
 from maya.emulator.flex_attention import install_flex_attention
+from maya.emulator.generators import install_generators
 from maya.emulator.group_norm import install_group_norm
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.nccl import NcclRuntime
@@ -72,6 +73,7 @@ class EmulationSession:
             install_group_norm(patcher)
             install_ctc_loss(patcher)
             install_data_constructors(patcher)
+            install_generators(patcher)
             install_flex_attention(Recorder)
             _patch_movement(patcher)
             _patch_foreach(patcher)
