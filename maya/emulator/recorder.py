@@ -132,6 +132,11 @@ def _composite(func: torch._ops.OpOverload) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
 
 
+def _tensors(out: object) -> list:
+    """The tensors an op returned."""
+    return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
+
+
 _NO_RESULT = object()
 """What an op that raised inside a backward pass returns: not a tensor, so the engine stops there."""
 
@@ -251,6 +256,11 @@ class Recorder(TorchDispatchMode):
             if "meta" in str(e) or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):
                 raise self._unsupported(name, str(e).splitlines()[0]) from None
             raise
+        layouts = {t.layout for t in _tensors(out) if t.layout is not torch.strided and _on_gpu(t)}
+        if layouts:  # checked here: such outputs would otherwise pass unrecorded, as if not on the GPU
+            raise self._unsupported(name, f"its output is a GPU tensor of layout {', '.join(map(str, layouts))} "
+                                    "(sparse: Embedding(sparse=True) gradients, torch.sparse), whose ops Maya does not "
+                                    "emulate: use dense tensors (Embedding's default)")
         self.values.observe(name, func, args, kwargs, out)
         if _launches_nothing(func):
             return out

@@ -1,4 +1,5 @@
-"""Ops shaped by sequence lengths: packed sequences for RNNs and CTC loss, emulated as a CUDA GPU runs them."""
+"""Ops shaped by sequence lengths: packed sequences for RNNs and CTC loss, emulated as a CUDA GPU runs them; and
+sparse embedding gradients, which Maya names and refuses."""
 
 from __future__ import annotations
 
@@ -96,3 +97,14 @@ def test_ctc_loss_refuses_float_lengths():
         log_probs = torch.randn(30, 4, 20, device="cuda").log_softmax(-1)
         with pytest.raises(RuntimeError, match="input_lengths must be integral"):
             F.ctc_loss(log_probs, torch.randint(1, 20, (4, 9), device="cuda"), torch.full((4,), 30.0), torch.full((4,), 9))
+
+
+def test_a_sparse_gradient_is_named_not_left_unrecorded():
+    # Embedding(sparse=True): its backward makes a sparse COO gradient, whose ops (and SparseAdam's)
+    # Maya does not emulate; they must not pass silently as work the GPU never does.
+    from maya.emulator.recorder import UnsupportedOperation
+
+    with emulated():
+        emb = nn.Embedding(1000, 16, sparse=True).cuda()
+        with pytest.raises(UnsupportedOperation, match="torch.sparse_coo.*Embedding's default"):
+            emb(torch.randint(0, 1000, (32,), device="cuda")).sum().backward()
