@@ -8,11 +8,20 @@ _MISSING = object()
 
 
 class Patcher:
-    """Records each `setattr` it makes so that `restore()` undoes them in reverse order."""
+    """Records each `setattr` it makes so that `restore()` undoes them in reverse order.
+
+    A replaced TorchScript builtin (`torch.tensor`, `torch.batch_norm`, ...) stays one: TorchScript
+    finds builtins by the identity of the Python function, and a function it does not know it tries
+    to compile, so scripted code that called the original (DeBERTa-v2's `torch.jit.script` helpers
+    call `torch.tensor`) failed to compile once Maya's replacement stood in its place. The
+    replacement is registered under the original's builtin name for the length of the emulation;
+    scripted code then calls the aten op, which Maya's dispatch modes still see.
+    """
 
     def __init__(self) -> None:
         self._saved: list[tuple[Any, str, Any]] = []
         self._cleanups: list = []
+        self._builtins: list[Any] = []
 
     def add_cleanup(self, fn) -> None:
         """Run `fn()` during `restore()`, before the attributes are put back."""
@@ -22,12 +31,18 @@ class Patcher:
         """Set `owner.name = value`, remembering the previous value (or its absence)."""
         previous = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)
         self._saved.append((owner, name, previous))
+        builtin = _builtin_name(previous)
+        if builtin is not None and _builtin_name(value) is None:
+            _builtin_table()[id(value)] = builtin
+            self._builtins.append(value)
         setattr(owner, name, value)
 
     def restore(self) -> None:
         """Undo every patch, newest first."""
         while self._cleanups:
             self._cleanups.pop()()
+        while self._builtins:  # before the replacement can die and its id name another object
+            _builtin_table().pop(id(self._builtins.pop()), None)
         while self._saved:
             owner, name, previous = self._saved.pop()
             if previous is _MISSING:
@@ -37,3 +52,19 @@ class Patcher:
                     pass
             else:
                 setattr(owner, name, previous)
+
+
+def _builtin_table() -> dict[int, str]:
+    from torch.jit._builtins import _get_builtin_table
+
+    return _get_builtin_table()
+
+
+def _builtin_name(fn: Any) -> str | None:
+    """The aten name TorchScript calls `fn` by, or None."""
+    if fn is _MISSING:
+        return None
+    try:
+        return _builtin_table().get(id(fn))
+    except ImportError:  # a torch without TorchScript
+        return None
