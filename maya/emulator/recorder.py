@@ -137,6 +137,47 @@ def _tensors(out: object) -> list:
     return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
 
 
+HOST_FALLBACK_MAX_NUMEL = 1 << 24
+"""Largest input (elements) of an op without a kernel for the emulated device that Maya runs on host
+stand-ins (`_run_on_host`); a larger one is named as unsupported."""
+
+
+@functools.cache
+def _returns_new_tensors(func: torch._ops.OpOverload) -> bool:
+    """Whether `func` mutates none of its arguments and returns no alias of one (a functional op)."""
+    schema = func._schema
+    return all(a.alias_info is None for a in (*schema.arguments, *schema.returns))
+
+
+def _run_on_host(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> object | None:
+    """`func` run for real on zero-filled host tensors shaped as its fake GPU inputs, its outputs
+    returned as fake GPU tensors of the same shapes, strides and dtypes; None where the inputs are too
+    large (`HOST_FALLBACK_MAX_NUMEL`) or the host has no kernel either. The values are placeholders."""
+    fakes = [t for t in flatten_tensors(args, kwargs) if _on_gpu(t)]
+    if not fakes or any(t.numel() > HOST_FALLBACK_MAX_NUMEL for t in fakes):
+        return None
+    device = fakes[0]._fake_device
+
+    def stand_in(a: object) -> object:
+        if isinstance(a, torch.Tensor) and _on_gpu(a):
+            return torch.empty_strided(a.shape, a.stride(), dtype=a.dtype).zero_()
+        return a
+
+    with unset_fake_temporarily():
+        host_args = torch.utils._pytree.tree_map(stand_in, (args, kwargs))
+        try:
+            result = func(*host_args[0], **host_args[1])
+        except (NotImplementedError, RuntimeError):
+            return None
+
+    def on_device(r: object) -> object:
+        if isinstance(r, torch.Tensor):
+            return torch.empty_strided(r.shape, r.stride(), dtype=r.dtype, device=device)
+        return r
+
+    return torch.utils._pytree.tree_map(on_device, result)
+
+
 _NO_RESULT = object()
 """What an op that raised inside a backward pass returns: not a tensor, so the engine stops there."""
 
@@ -245,17 +286,27 @@ class Recorder(TorchDispatchMode):
         except (NotImplementedError, RuntimeError) as e:
             if isinstance(e, (EmulatedOutOfMemory, UnsupportedOperation, torch.OutOfMemoryError)):
                 raise
-            if _composite(func):
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            host_out = None
+            if "from the 'maya' backend" in message and _returns_new_tensors(func):
+                # Fake tensors ran the op's real kernel on the emulated device, which has none (PyTorch
+                # has no meta kernel for it): run it on host stand-ins for the shapes of its outputs.
+                host_out = _run_on_host(func, args, kwargs)
+            if host_out is not None:
+                out = host_out
+            elif _composite(func):
                 # Dispatched below autograd (inside a higher-order operator's rule), a composite op
                 # reaches the modes undecomposed, and the fake mode's own decomposition runs without
                 # this recorder (a host tensor's copy to the GPU then fails): decompose it here.
                 with self:
                     out = func.decompose(*args, **kwargs)
-                if out is not NotImplemented:
-                    return out
-            if "meta" in str(e) or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):
-                raise self._unsupported(name, str(e).splitlines()[0]) from None
-            raise
+                if out is NotImplemented:
+                    raise self._unsupported(name, message) from None
+                return out
+            elif "meta" in message or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):
+                raise self._unsupported(name, message) from None
+            else:
+                raise
         layouts = {t.layout for t in _tensors(out) if t.layout is not torch.strided and _on_gpu(t)}
         if layouts:  # checked here: such outputs would otherwise pass unrecorded, as if not on the GPU
             raise self._unsupported(name, f"its output is a GPU tensor of layout {', '.join(map(str, layouts))} "

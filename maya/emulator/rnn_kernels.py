@@ -146,7 +146,28 @@ def _cudnn_init_dropout_state_kernel(
     return torch.empty((0,), dtype=torch.uint8, device=device)
 
 
+def _fused_gru_cell_kernel(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    """`nn.GRUCell` on CUDA: the new hidden state, and the workspace its backward reads (five
+    hidden-sized slices per row), as aten/src/ATen/native/cuda/RNN.cu allocates them; PyTorch has no
+    meta kernel for it."""
+    workspace = torch.empty((hx.shape[0], hx.shape[1] * 5), dtype=hx.dtype, device=hx.device)
+    return torch.empty_like(hx, memory_format=torch.contiguous_format), workspace
+
+
+def _fused_gru_cell_backward_kernel(grad_hy, workspace, has_bias):
+    """The gradients of the input and hidden gates (three hidden widths each), of the previous hidden
+    state, and of the two biases (their sums over the batch; none without biases)."""
+    rows, hidden = workspace.shape[0], workspace.shape[1] // 5
+    gates = [torch.empty((rows, 3 * hidden), dtype=workspace.dtype, device=workspace.device) for _ in range(2)]
+    grad_hx = torch.empty_like(grad_hy, memory_format=torch.contiguous_format)
+    biases = [torch.empty((3 * hidden,), dtype=workspace.dtype, device=workspace.device) if has_bias else None
+              for _ in range(2)]
+    return (*gates, grad_hx, *biases)
+
+
 FUSED_RNN_KERNELS = {
+    aten._thnn_fused_gru_cell.default: _fused_gru_cell_kernel,
+    aten._thnn_fused_gru_cell_backward.default: _fused_gru_cell_backward_kernel,
     aten._cudnn_rnn.default: _cudnn_rnn_kernel,
     aten._cudnn_rnn_backward.default: _cudnn_rnn_backward_kernel,
     aten._cudnn_rnn_flatten_weight.default: _cudnn_rnn_flatten_weight_kernel,

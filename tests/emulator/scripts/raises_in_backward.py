@@ -1,7 +1,7 @@
 """Raises inside a backward pass, from a tensor hook (`--where hook`), from a custom autograd
 Function's backward (`--where function`), or from an aten backward op Maya cannot emulate (`--where
-op`: `multilabel_margin_loss_backward`, which has no fake kernel for the emulated device), all run on
-the autograd engine's device thread."""
+op`: `multilabel_margin_loss_backward`, which has no fake kernel for the emulated device, with the
+host fallback that would run it switched off), all run on the autograd engine's device thread."""
 
 import argparse
 
@@ -33,6 +33,9 @@ if where == "hook":
 elif where == "function":
     y = Scale.apply(y)
 else:
+    import maya.emulator.recorder
+
+    maya.emulator.recorder.HOST_FALLBACK_MAX_NUMEL = 0  # no op runs on host stand-ins
     y = torch.nn.functional.multilabel_margin_loss(y, torch.randint(0, 64, (8, 64), device="cuda"))
 y.sum().backward()
 print("bwd ok")
