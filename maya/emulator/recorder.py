@@ -137,6 +137,14 @@ def _tensors(out: object) -> list:
     return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
 
 
+def _unique_flags(name: str, args: tuple, kwargs: dict) -> tuple[bool, bool]:
+    """(return_inverse, return_counts) of an `_unique2` or `unique_consecutive` call."""
+    first = 2 if name == "aten::_unique2" else 1  # _unique2(self, sorted, return_inverse, return_counts)
+    flags = [args[i] if len(args) > i else kwargs.get(key, False)
+             for i, key in ((first, "return_inverse"), (first + 1, "return_counts"))]
+    return bool(flags[0]), bool(flags[1])
+
+
 HOST_FALLBACK_MAX_NUMEL = 1 << 24
 """Largest input (elements) of an op without a kernel for the emulated device that Maya runs on host
 stand-ins (`_run_on_host`); a larger one is named as unsupported."""
@@ -473,6 +481,17 @@ class Recorder(TorchDispatchMode):
                 else:
                     indices.append(idx)
             return func(x, indices)
+        if name == "aten::repeat_interleave.Tensor":  # the indices of repeat_interleave(x, repeats)
+            total = values.total(x)
+            if total is not None:
+                return torch.empty((total,), dtype=x.dtype, device=x._fake_device)
+        if name in ("aten::_unique2", "aten::unique_consecutive") and kwargs.get("dim", args[3] if name ==
+                                                                               "aten::unique_consecutive" and len(args) > 3 else None) is None:
+            inverse, counts = _unique_flags(name, args, kwargs)
+            distinct = values.distinct_count(x)
+            return (torch.empty((distinct,), dtype=x.dtype, device=x._fake_device),
+                    torch.empty(tuple(x.shape) if inverse else (0,), dtype=torch.int64, device=x._fake_device),
+                    torch.empty((distinct if counts else 0,), dtype=torch.int64, device=x._fake_device))
         if name == "aten::bincount":
             minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
             size = values.bincount_size(x, minlength)

@@ -29,8 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
 aten = torch.ops.aten
+
+EXACT_MAX_NUMEL = 1 << 16
+"""Largest host tensor whose values a GPU copy keeps (as `host_tensors.HOST_REAL_MAX_NUMEL`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,14 @@ class ValueHints:
 
     def __init__(self) -> None:
         self._hints: dict[int, tuple[weakref.ref, Hint]] = {}
+        self._exact: dict[int, tuple[weakref.ref, torch.Tensor]] = {}
+        """GPU tensors copied from small host tensors (`torch.tensor([...], device="cuda")`): their
+        values, until an op writes to them. Shapes only read them (`total`, `distinct_count`)."""
+
+    def exact(self, t: object) -> torch.Tensor | None:
+        """The host copy of `t`'s values where they are known exactly, else None."""
+        entry = self._exact.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else None
 
     def get(self, t: object) -> Hint | None:
         """The hint of tensor `t`, or None."""
@@ -78,12 +90,18 @@ class ValueHints:
 
     def observe(self, name: str, func, args: tuple, kwargs: dict, out: object) -> None:
         """Derive the hints of `out` from the op and its inputs' hints (called after every op)."""
+        first = args[0] if args else None
+        if self._exact and id(first) in self._exact and _writes_first(func):
+            self._exact.pop(id(first), None)
+        if name == "aten::_to_copy" and _small_host(first) and isinstance(out, FakeTensor):
+            key, exact = id(out), self._exact
+            with unset_fake_temporarily():
+                exact[key] = (weakref.ref(out, lambda _ref: exact.pop(key, None)), first.clone())
         if name in INDEX_SOURCES:
             self._index_source(name, args, kwargs, out)
             return
         if not self._hints or not isinstance(out, torch.Tensor):
             return
-        first = args[0] if args else None
         hint = self.get(first)
         base = _base_name(name)
         if base in _COMPARE:
@@ -105,6 +123,32 @@ class ValueHints:
         if hint is None or hint.density is None:
             return mask.numel()
         return round(mask.numel() * hint.density)
+
+    def total(self, t: torch.Tensor) -> int | None:
+        """The sum of `t`'s values: exact for a copy of a small host tensor (`exact`), numel * its
+        expected value for a hinted one (a `bincount` of routing
+        indices), else None."""
+        exact = self.exact(t)
+        if exact is not None:
+            with unset_fake_temporarily():
+                return int(exact.sum())
+        hint = self.get(t)
+        if hint is None or hint.value is None:
+            return None
+        return round(hint.value * t.numel())
+
+    def distinct_count(self, t: torch.Tensor) -> int:
+        """How many distinct values `torch.unique` finds in `t`: exact for a copy of a host tensor, the index
+        range for hinted indices (all of it, uniform routing reaching every choice), else every
+        element (the upper bound a selection Maya knows nothing about gets)."""
+        exact = self.exact(t)
+        if exact is not None:
+            with unset_fake_temporarily():
+                return int(torch.unique(exact).numel())
+        hint = self.get(t)
+        if hint is not None and hint.index_range:
+            return min(hint.index_range, t.numel())
+        return t.numel()
 
     def item(self, t: torch.Tensor) -> float | int | bool | None:
         """The placeholder `.item()` of `t` from its hint, or None when there is none."""
@@ -181,3 +225,16 @@ def _base_name(name: str) -> str:
 def _is_view(func) -> bool:
     returns = func._schema.returns
     return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+
+
+def _small_host(t: object) -> bool:
+    """A real (not fake) host tensor small enough for its GPU copy to keep its values."""
+    return (isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor) and t.device.type == "cpu"
+            and t.numel() <= EXACT_MAX_NUMEL)
+
+
+@functools.cache
+def _writes_first(func) -> bool:
+    """Whether `func` writes to its first argument (in-place and out= ops)."""
+    arguments = func._schema.arguments
+    return bool(arguments) and arguments[0].alias_info is not None and arguments[0].alias_info.is_write

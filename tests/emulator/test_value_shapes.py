@@ -1,0 +1,44 @@
+"""Sizes read from values: repeat_interleave with tensor repeats, and unique."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from maya.emulator.session import EmulationSession
+from maya.emulator.state import ROW_FIELDS, RankConfig
+from maya.hardware.gpu import load_gpu
+
+KIND, OP = (ROW_FIELDS.index(f) for f in ("kind", "op"))
+
+
+def test_sizes_from_copied_host_values_hints_and_the_upper_bound():
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+        x = torch.randn(4, 2, device="cuda", requires_grad=True)
+        first = len(state.rows)
+        # Repeats copied from Python data: their values are known, 1 + 2 + 3 + 4 rows.
+        repeats = torch.tensor([1, 2, 3, 4], device="cuda")
+        y = torch.repeat_interleave(x, repeats, dim=0)
+        assert tuple(y.shape) == (10, 2)
+        rows = state.rows[first:]
+        # Written on the GPU, they are no longer known: the op is then named.
+        repeats.add_(1)
+        with pytest.raises(RuntimeError, match="Maya cannot emulate aten::repeat_interleave.Tensor"):
+            torch.repeat_interleave(x, repeats, dim=0)
+        # Top-2 routing of 64 tokens over 8 experts: a bincount of 128 picks, repeated back to 128 rows,
+        # and all 8 experts among the unique picks.
+        picks = torch.randn(64, 8, device="cuda").topk(2, dim=-1).indices.flatten()
+        tokens = torch.repeat_interleave(torch.arange(8, device="cuda"), torch.bincount(picks, minlength=8))
+        experts, inverse, counts = torch.unique(picks, return_inverse=True, return_counts=True)
+        assert tuple(tokens.shape) == (128,)
+        assert (tuple(experts.shape), tuple(inverse.shape), tuple(counts.shape)) == ((8,), (128,), (8,))
+        # Nothing known: every element distinct (the upper bound); consecutive runs of known values: exact.
+        assert tuple(torch.unique(torch.randint(0, 5, (100,), device="cuda")).shape) == (100,)
+        runs = torch.unique_consecutive(torch.tensor([1, 1, 2, 2, 3], device="cuda"), return_counts=True)
+        assert tuple(runs[0].shape) == tuple(runs[1].shape) == (3,)
+        y.sum().backward()
+        assert tuple(x.grad.shape) == (4, 2)
+    # The size is read on the host: a sync after the kernel, as on the GPU.
+    ops = [(r[KIND], r[OP]) for r in rows]
+    at = ops.index(("kernel", "aten::repeat_interleave.Tensor"))
+    assert ops[at + 1] == ("sync", "cuda:device_to_host")
