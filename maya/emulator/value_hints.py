@@ -151,7 +151,12 @@ class ValueHints:
         return t.numel()
 
     def item(self, t: torch.Tensor) -> float | int | bool | None:
-        """The placeholder `.item()` of `t` from its hint, or None when there is none."""
+        """The `.item()` of `t`: its value where known exactly (`exact`), else the placeholder from its
+        hint, or None when there is neither."""
+        exact = self.exact(t)
+        if exact is not None and exact.numel() == 1:
+            with unset_fake_temporarily():
+                return exact.item()
         hint = self.get(t)
         if hint is None or hint.value is None:
             return None

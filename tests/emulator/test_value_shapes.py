@@ -38,6 +38,11 @@ def test_sizes_from_copied_host_values_hints_and_the_upper_bound():
         assert tuple(runs[0].shape) == tuple(runs[1].shape) == (3,)
         y.sum().backward()
         assert tuple(x.grad.shape) == (4, 2)
+        # .item() of a GPU copy of a Python number is that number, until the GPU writes to it.
+        limit = torch.tensor(7, device="cuda")
+        assert limit.item() == 7 and torch.tensor(0.25, device="cuda").item() == 0.25
+        limit.mul_(2)
+        assert limit.item() == 1  # the integer placeholder
     # The size is read on the host: a sync after the kernel, as on the GPU.
     ops = [(r[KIND], r[OP]) for r in rows]
     at = ops.index(("kernel", "aten::repeat_interleave.Tensor"))
