@@ -76,6 +76,7 @@ class EmulationSession:
             install_generators(patcher)
             install_flex_attention(Recorder)
             _patch_movement(patcher)
+            _patch_lazy_parameters(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)
             _patch_compile(patcher)
@@ -198,6 +199,8 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
         if id(param) in converted:
             self._parameters[key] = converted[id(param)][1]
             continue
+        if isinstance(param, nn.parameter.UninitializedParameter):
+            raise RuntimeError(_lazy_module_message(f"{type(self).__name__}.{key}"))
         with torch.no_grad():
             applied = fn(param)
         if applied is param:
@@ -213,6 +216,27 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
         if buf is not None:
             self._buffers[key] = fn(buf)
     return self
+
+
+def _lazy_module_message(where: str) -> str:
+    return (f"Maya cannot emulate a lazy module's parameters on the GPU before its first forward ({where} is "
+            "uninitialized): PyTorch materialises them in place, which a fake GPU tensor cannot take. Give the module "
+            "its sizes (nn.Linear(in_features, out_features) for nn.LazyLinear), or run one forward on the host "
+            "before moving the model to the GPU.")
+
+
+def _patch_lazy_parameters(patcher: Patcher) -> None:
+    """A lazy module built on the GPU (`nn.LazyLinear(10, device="cuda")`) is named (see
+    `_lazy_module_message`), instead of PyTorch's error about a FakeTensor of the wrong type."""
+    for cls in (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer):
+        original = cls.__new__
+
+        def new(cls, *args, _original=original, **kwargs):
+            if is_cuda_like(kwargs.get("device")):
+                raise RuntimeError(_lazy_module_message(f"a new {cls.__name__} on {kwargs['device']}"))
+            return _original(cls, *args, **kwargs)
+
+        patcher.set(cls, "__new__", new)
 
 
 def _patch_checkpoint(patcher: Patcher, state: EmulationState, tracker: ModuleTracker) -> None:

@@ -1,5 +1,6 @@
 """Ops without a kernel for the emulated device: PyTorch's host kernel gives their output shapes, and
-nn.GRUCell's fused CUDA kernels have Maya's own."""
+nn.GRUCell's fused CUDA kernels have Maya's own. Lazy modules, which cannot be on the emulated GPU
+before their first forward, are named with the host workaround."""
 
 from __future__ import annotations
 
@@ -64,3 +65,17 @@ def test_gru_cell_records_its_fused_kernels(bias):
     backward = _outputs(rows, "aten::_thnn_fused_gru_cell_backward")
     biases = [((48,), "float32")] * 2 if bias else []
     assert backward == [[((4, 48), "float32"), ((4, 48), "float32"), ((4, 16), "float32"), *biases]] * 2
+
+
+def test_a_lazy_module_on_the_gpu_is_named_and_the_host_workaround_runs():
+    with emulated():
+        with pytest.raises(RuntimeError, match=r"lazy module.*LazyLinear.weight is uninitialized"):
+            nn.Sequential(nn.LazyLinear(10)).cuda()
+        with pytest.raises(RuntimeError, match="lazy module.*UninitializedParameter on cuda"):
+            nn.LazyLinear(10, device="cuda")
+        # The workaround the message gives: one forward on the host, then .cuda().
+        model = nn.Sequential(nn.LazyLinear(10))
+        model(torch.randn(2, 32))
+        model = model.cuda()
+        out = model(torch.randn(4, 32, device="cuda"))
+        assert out.is_cuda and tuple(model[0].weight.shape) == (10, 32)
