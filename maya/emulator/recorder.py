@@ -434,6 +434,10 @@ class Recorder(TorchDispatchMode):
             self.state.add_row(EventKind.SYNC, sync, phase=phase, module=module)
         return True
 
+    def remember_pinned(self, t: torch.Tensor) -> None:
+        """Take host tensor `t` as pinned (its copies to the GPU may then be asynchronous)."""
+        _remember(self._pinned, t)
+
     def _is_pinned(self, t: torch.Tensor) -> bool:
         ref = self._pinned.get(id(t))
         return ref is not None and ref() is t

@@ -77,6 +77,7 @@ class EmulationSession:
             install_flex_attention(Recorder)
             _patch_movement(patcher)
             _patch_lazy_parameters(patcher)
+            _patch_data_workers(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)
             _patch_compile(patcher)
@@ -93,6 +94,7 @@ class EmulationSession:
             self._fake.__enter__()
             self._recorder = Recorder(state, self._tracker)
             pause_during_sharding_propagation(patcher, self._recorder)
+            _patch_pin_memory(patcher, self._recorder)
             self._recorder.__enter__()
         except BaseException:
             self._undo()
@@ -216,6 +218,45 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
         if buf is not None:
             self._buffers[key] = fn(buf)
     return self
+
+
+def _patch_pin_memory(patcher: Patcher, recorder: Recorder) -> None:
+    """`Tensor.pin_memory` on a thread without Maya's dispatch modes: DataLoader's pin-memory thread
+    (`num_workers > 0` with `pin_memory=True`) pinned each batch with PyTorch's own allocator for the
+    accelerator, which the emulated device lacks ("implement `getPinnedMemoryAllocator`"). There the
+    batch is taken as pinned and returned as it is; on a thread with the modes the recorder answers
+    (`PIN_OPS`), as for any pinned copy."""
+    original = torch.Tensor.pin_memory
+
+    def pin_memory(self, *args, **kwargs):
+        if torch._C._len_torch_dispatch_stack():
+            return original(self, *args, **kwargs)
+        recorder.remember_pinned(self)
+        return self
+
+    patcher.set(torch.Tensor, "pin_memory", pin_memory)
+
+
+def _patch_data_workers(patcher: Patcher) -> None:
+    """DataLoader worker processes (`num_workers > 0`) load data on the host, as on a GPU machine.
+
+    A forked worker inherits the emulation's dispatch modes, under which a batch larger than the
+    real-host-tensor limit became fake, and collating it into shared memory failed ("Can't call
+    metadata mutating ops on non-Fake Tensor inputs"). Each worker leaves the modes first: its
+    tensors are real host tensors, which the emulating process receives and copies to the GPU.
+    """
+    from torch.utils.data._utils import worker
+
+    original = worker._worker_loop
+
+    def worker_loop(*args, **kwargs):
+        from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode
+
+        while _get_current_dispatch_mode() is not None:
+            _pop_mode()
+        return original(*args, **kwargs)
+
+    patcher.set(worker, "_worker_loop", worker_loop)
 
 
 def _lazy_module_message(where: str) -> str:
