@@ -18,6 +18,7 @@ from maya.emulator import state as st
 from maya.emulator.autocast import install_autocast
 from maya.emulator.backend import INTERNAL_DEVICE, install_backend, is_cuda_like
 from maya.emulator.batch_norm import install_batch_norm
+from maya.emulator.checkpoints import install_checkpoints
 from maya.emulator.compat import install_compat
 from maya.emulator.conv_layout import install_conv_layout
 from maya.emulator.ctc_loss import install_ctc_loss
@@ -74,6 +75,7 @@ class EmulationSession:
             install_ctc_loss(patcher)
             install_data_constructors(patcher)
             install_generators(patcher)
+            install_checkpoints(patcher)
             install_flex_attention(Recorder)
             _patch_movement(patcher)
             _patch_lazy_parameters(patcher)

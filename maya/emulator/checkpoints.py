@@ -1,0 +1,82 @@
+"""`torch.save` and `torch.load` under emulation: checkpoints of shapes.
+
+Emulated tensors have no data, and pickling one failed ("Can't pickle local object
+'WeakValueDictionary...'"), so a script that saves a checkpoint, as most training scripts do every
+so many steps or at the end, failed there. Under emulation a fake tensor pickles as a meta tensor
+(dtype, shape, strides, requires_grad: what PyTorch writes for a meta tensor, which `torch.load`
+reads back with `weights_only=True` too), so the file is small and loads; a small host value the
+fake mode tracks for real (an optimizer's step count) is written with its value. `torch.load` turns the
+meta tensors it reads back into emulated tensors on the GPU (`map_location` "cuda", or none: a
+training checkpoint comes from the GPU) or the host (`map_location="cpu"`), allocated as the real
+load would be, and `load_state_dict` copies them as on a GPU. The copies to the host and the disk
+writes of a real save are not timed.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.utils._python_dispatch import _disable_current_modes
+
+from maya.emulator.backend import is_cuda_like
+from maya.emulator.patcher import Patcher
+
+
+def _reduce_as_meta(self: FakeTensor, protocol: int):
+    constant = getattr(self, "constant", None)
+    if constant is not None:  # a small host value the fake mode tracks for real (Adam's step): kept
+        return constant.__reduce_ex__(protocol)
+    return torch._utils._rebuild_meta_tensor_no_storage, (self.dtype, tuple(self.shape), self.stride(),
+                                                           self.requires_grad)
+
+
+def _load_device(map_location) -> str | None:
+    """Where the loaded tensors go: "cuda" (the emulated GPU), "cpu", or None where `map_location`
+    is a mapping or a function, which Maya leaves to meta tensors' own rules."""
+    if map_location is None or is_cuda_like(map_location):
+        return "cuda"
+    if str(map_location) == "cpu":
+        return "cpu"
+    return None
+
+
+def _materialise(obj, device: str, seen: dict):
+    """`obj` with every meta tensor inside dicts, lists and tuples made an emulated tensor on `device`."""
+    if id(obj) in seen:
+        return seen[id(obj)]
+    if isinstance(obj, torch.Tensor) and obj.device.type == "meta":
+        new = torch.empty_strided(obj.shape, obj.stride(), dtype=obj.dtype, device=device)
+        if isinstance(obj, torch.nn.Parameter):
+            new = torch.nn.Parameter(new, requires_grad=obj.requires_grad)
+        seen[id(obj)] = new  # tensors saved twice (tied weights) stay one
+        return new
+    if isinstance(obj, dict):
+        out = type(obj)() if isinstance(obj, collections.OrderedDict) or type(obj) is dict else dict()
+        for key, value in obj.items():
+            out[key] = _materialise(value, device, seen)
+        if hasattr(obj, "_metadata"):  # a state dict's version metadata
+            out._metadata = obj._metadata
+        return out
+    if isinstance(obj, list):
+        return [_materialise(v, device, seen) for v in obj]
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return tuple(_materialise(v, device, seen) for v in obj)
+    return obj
+
+
+def install_checkpoints(patcher: Patcher) -> None:
+    """Make emulated tensors save as meta tensors and load back as emulated ones (module docstring)."""
+    patcher.set(FakeTensor, "__reduce_ex__", _reduce_as_meta)
+    original_load = torch.load
+
+    def load(f, map_location=None, *args, **kwargs):
+        # Read outside the emulation's modes: the file's real host tensors (an optimizer's step count)
+        # keep their values instead of turning fake on the way in.
+        with _disable_current_modes():
+            obj = original_load(f, map_location if _load_device(map_location) is None else "cpu", *args, **kwargs)
+        device = _load_device(map_location)
+        return obj if device is None else _materialise(obj, device, {})
+
+    patcher.set(torch, "load", load)
