@@ -274,7 +274,7 @@ class Recorder(TorchDispatchMode):
         if runs_on_host(func, args, kwargs):  # real small CPU tensors: item() included
             with unset_fake_temporarily():
                 return func(*args, **kwargs)
-        if func is aten._local_scalar_dense.default:
+        if func is aten._local_scalar_dense.default or func is aten.item.default:  # item(): in inference mode
             return self._item(args[0])
         dynamic_shape = False
         try:
@@ -323,7 +323,7 @@ class Recorder(TorchDispatchMode):
         self.values.observe(name, func, args, kwargs, out)
         if _launches_nothing(func):
             return out
-        if name.startswith("aten::all") and isinstance(out, torch.Tensor):
+        if isinstance(out, torch.Tensor) and out.dtype is torch.bool and self._placeholder_true(name, args):
             _remember(self._all_results, out)
         inputs = flatten_tensors(args, kwargs)
         outputs = flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
@@ -434,6 +434,24 @@ class Recorder(TorchDispatchMode):
             self.state.add_row(EventKind.SYNC, sync, phase=phase, module=module)
         return True
 
+    def _placeholder_true(self, name: str, args: tuple) -> bool:
+        """Whether a boolean result reads True (`_item`): an `all` reduction, and the negation of a
+        boolean that reads False (`~torch.isnan(loss)`), so that negating a check flips its answer."""
+        if name.startswith("aten::all"):
+            return True
+        if name in ("aten::logical_not", "aten::bitwise_not") and args and isinstance(args[0], torch.Tensor):
+            return args[0].dtype is torch.bool and not self.reads_true(args[0])
+        return False
+
+    def reads_true(self, t: torch.Tensor) -> bool:
+        """Whether boolean tensor `t` reads True (an `all` result, a finiteness check, a negation)."""
+        ref = self._all_results.get(id(t))
+        return ref is not None and ref() is t
+
+    def remember_true(self, t: torch.Tensor) -> None:
+        """Make boolean tensor `t` read True."""
+        _remember(self._all_results, t)
+
     def remember_pinned(self, t: torch.Tensor) -> None:
         """Take host tensor `t` as pinned (its copies to the GPU may then be asynchronous)."""
         _remember(self._pinned, t)
@@ -454,8 +472,7 @@ class Recorder(TorchDispatchMode):
         if hinted is not None:
             return hinted
         if t.dtype is torch.bool:
-            ref = self._all_results.get(id(t))
-            return ref is not None and ref() is t
+            return self.reads_true(t)
         if t.is_floating_point() or t.is_complex():
             return 0.0
         return 1

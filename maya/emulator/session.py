@@ -97,6 +97,7 @@ class EmulationSession:
             self._recorder = Recorder(state, self._tracker)
             pause_during_sharding_propagation(patcher, self._recorder)
             _patch_pin_memory(patcher, self._recorder)
+            _patch_finite_checks(patcher, self._recorder)
             self._recorder.__enter__()
         except BaseException:
             self._undo()
@@ -220,6 +221,22 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
         if buf is not None:
             self._buffers[key] = fn(buf)
     return self
+
+
+def _patch_finite_checks(patcher: Patcher, recorder: Recorder) -> None:
+    """`torch.isfinite(x)` reads True, as `isfinite(x).all()` does: PyTorch decomposes it into
+    comparisons (x == x, |x| != inf) that Maya cannot tell from any other, so a check such as
+    `if not torch.isfinite(loss): raise ...` stopped the script on the "nothing is wrong" placeholder."""
+    for owner in (torch, torch.Tensor):
+        original = owner.isfinite
+
+        def isfinite(x, *args, _original=original, **kwargs):
+            out = _original(x, *args, **kwargs)
+            if isinstance(out, torch.Tensor):
+                recorder.remember_true(out)
+            return out
+
+        patcher.set(owner, "isfinite", isfinite)
 
 
 def _patch_pin_memory(patcher: Patcher, recorder: Recorder) -> None:
