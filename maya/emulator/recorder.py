@@ -276,6 +276,16 @@ class Recorder(TorchDispatchMode):
                 return func(*args, **kwargs)
         if func is aten._local_scalar_dense.default or func is aten.item.default:  # item(): in inference mode
             return self._item(args[0])
+        if func.namespace == "aten" and _composite(func) and name not in _LENGTH_SHAPED:
+            # A composite op reaches the modes only below autograd (inference mode, a higher-order
+            # operator's rule); elsewhere autograd has decomposed it already. Decompose it here too,
+            # so that inference-mode steps record the kernels a training forward records (the fake
+            # mode's own decomposition would run without this recorder: inside FlexAttention's rule
+            # a host tensor's copy to the GPU then failed).
+            with self:
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
         dynamic_shape = False
         try:
             if name in _LENGTH_SHAPED:  # before FakeTensor, which refuses their host length tensors
@@ -302,15 +312,6 @@ class Recorder(TorchDispatchMode):
                 host_out = _run_on_host(func, args, kwargs)
             if host_out is not None:
                 out = host_out
-            elif _composite(func):
-                # Dispatched below autograd (inside a higher-order operator's rule), a composite op
-                # reaches the modes undecomposed, and the fake mode's own decomposition runs without
-                # this recorder (a host tensor's copy to the GPU then fails): decompose it here.
-                with self:
-                    out = func.decompose(*args, **kwargs)
-                if out is NotImplemented:
-                    raise self._unsupported(name, message) from None
-                return out
             elif "meta" in message or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):
                 raise self._unsupported(name, message) from None
             else:

@@ -29,3 +29,22 @@ def test_item_in_inference_mode_is_the_placeholder():
         with torch.inference_mode():
             loss = model(torch.randn(8, 16, device="cuda")).mean()
             assert loss.item() == 0.0 and torch.ones(3, device="cuda").sum().long().item() == 1
+
+
+def test_inference_mode_records_the_kernels_no_grad_records():
+    # Composite ops reach the modes undecomposed under inference mode; Maya decomposes them as
+    # autograd does elsewhere, so an evaluation step is the same trace either way.
+    from maya.emulator.state import ROW_FIELDS
+
+    kind, op = ROW_FIELDS.index("kind"), ROW_FIELDS.index("op")
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+        model = nn.Sequential(nn.Linear(64, 128), nn.LayerNorm(128), nn.GELU(), nn.Linear(128, 10)).cuda().eval()
+        x, y = torch.randn(32, 64, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
+        traces = []
+        for context in (torch.inference_mode, torch.no_grad):
+            first = len(state.rows)
+            with context():
+                torch.nn.functional.cross_entropy(model(x), y)
+            traces.append([r[op] for r in state.rows[first:] if r[kind] == "kernel"])
+    assert traces[0] == traces[1] == ["aten::addmm", "aten::native_layer_norm", "aten::gelu", "aten::addmm",
+                                      "aten::_log_softmax", "aten::nll_loss_forward"]
