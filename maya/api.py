@@ -117,8 +117,12 @@ def emulate(
     write_rank_trace(trace_dir, config.rank, table)
     iterations = _iterations(state.iterations, table)
     extra: dict = {}
-    if outcome.exit_code == 0:
+    # A script that fails after whole iterations (saving a checkpoint at the end, say) still gets their
+    # times; one that runs out of memory, or fails within its first iteration, gets none.
+    completed = outcome.exit_code != 0 and not outcome.oom and len(state.iterations) > 1
+    if outcome.exit_code == 0 or completed:
         iterations, extra = _with_times(iterations, table, spec.key, trace_dir, cluster, host_per_op_us)
+    if outcome.exit_code == 0:  # a failed run's trace stays incomplete for `maya simulate`
         write_meta(
             trace_dir,
             {"world_size": world_size, "gpu": spec.key, "emulated_ranks": [config.rank], "script": str(script), "args": list(args)},

@@ -74,7 +74,9 @@ def _timing(summary: EmulationSummary, d: dict) -> list[str]:
             "the script failed" if summary.exit_code else "no timed iteration")
         return [_row("step time", f"n/a ({why})")]
     shown = ", ".join(f"{t:.2f}" for t in times[:_SHOWN_ITERATIONS]) + (", ..." if len(times) > _SHOWN_ITERATIONS else "")
-    lines = [_row("step time", f"{d['median_iteration_ms']:.2f} ms, median of {len(times)} iteration(s): {shown} ms")]
+    failed = " completed before the script failed" if summary.exit_code else ""
+    lines = [_row("step time", f"{d['median_iteration_ms']:.2f} ms, median of {len(times)} iteration(s){failed}: "
+                               f"{shown} ms")]
     rate = summary.throughput
     text = ", ".join([
         f"{rate.iterations_per_s:,.2f} iterations/s",

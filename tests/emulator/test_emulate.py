@@ -163,6 +163,30 @@ def test_failing_script_reports_its_own_traceback(scripts, tmp_path):
     assert pq.read_table(tmp_path / "t" / "rank=0" / "trace.parquet").num_rows >= 1
 
 
+def test_a_script_failing_after_whole_iterations_still_gets_their_times(tmp_path):
+    # A checkpoint that cannot be written at the end: the training steps before it are predicted, the
+    # run still fails (exit status 1, its traceback), and its trace stays incomplete for `maya simulate`.
+    script = tmp_path / "fails_at_end.py"
+    script.write_text(
+        "import torch\n"
+        "m = torch.nn.Linear(64, 64).cuda()\n"
+        "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    m(torch.randn(8, 64, device='cuda')).sum().backward()\n"
+        "    opt.step()\n"
+        "raise RuntimeError('could not write the final checkpoint')\n"
+    )
+    s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 1 and "could not write the final checkpoint" in s.error
+    assert len(s.iterations) == 3 and all(it.time_ms > 0 for it in s.iterations)
+    with pytest.raises(IncompleteTraceError):
+        read_meta(s.trace_dir)
+    # Failing inside its first iteration: nothing to time.
+    script.write_text("import torch\nx = torch.randn(8, device='cuda')\nraise RuntimeError('early')\n")
+    early = maya.emulate(script, trace_dir=tmp_path / "t2")
+    assert early.exit_code == 1 and all(it.time_ms is None for it in early.iterations)
+
+
 def test_unsupported_cuda_call_is_named(scripts, tmp_path):
     s = maya.emulate(scripts / "unsupported.py", trace_dir=tmp_path / "t")
     assert s.exit_code == 1 and "torch.cuda.CUDAGraph cannot be emulated" in s.error
