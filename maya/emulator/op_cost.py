@@ -288,6 +288,22 @@ def _matmul(op, ins, in_dt, outs, out_dt, attrs):
     return flops, _io_bytes(ins, in_dt, outs, out_dt)
 
 
+GROUPED_MATMUL_OPS = frozenset({"aten::_grouped_mm", "aten::_scaled_grouped_mm"})
+"""Mixture-of-experts GEMMs: one matmul per group (expert) of rows, in one call."""
+
+
+def _grouped_matmul(op, ins, in_dt, outs, out_dt, attrs):
+    """_grouped_mm(a, b, offs): every output element is a K-long dot product of its group, 2*K FLOPs,
+    except 2-D x 2-D (the weight gradient, [M, T] x [T, N] -> [groups, M, N]), where each group
+    contracts only its own rows of T: 2*M*T*N in all."""
+    a, b = ins[0], ins[1]
+    if len(a) == 2 and len(b) == 2:
+        flops = 2.0 * a[0] * a[1] * b[1]
+    else:
+        flops = 2.0 * (_numel(outs[0]) if outs else 0) * a[-1]
+    return flops, _io_bytes(ins, in_dt, outs, out_dt)
+
+
 def _conv_forward_flops(out_shape: Shape, weight_shape: Shape, transposed: bool, in_shape: Shape) -> float:
     """2 * N*Cout*Hout*Wout * Cin/groups*kh*kw; weight is [Cout, Cin/groups, kh, kw].
 
@@ -457,6 +473,7 @@ def _prefix_rule(op: str) -> Callable:
 _RULES: dict[str, Callable] = {}
 for _names, _rule in (
     (MATMUL_OPS, _matmul),
+    (GROUPED_MATMUL_OPS, _grouped_matmul),
     (CONV_OPS, _convolution),
     (CONV_BACKWARD_OPS, _convolution_backward),
     (ATTENTION_OPS, _attention),

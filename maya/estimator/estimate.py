@@ -31,6 +31,7 @@ from maya.estimator.features import (
     FAMILY_FEATURE_NAMES, FEATURE_COLUMNS, extract_features, features_for_family, target_base_us,
 )
 from maya.estimator.fit_report import from_target
+from maya.estimator.grouped_gemm import as_batched_gemms
 from maya.estimator.model_set import ModelSet, load_model_set, resolve_models_dir
 from maya.estimator.roofline import KERNEL_LATENCY_US, compute_bound, peak_flops_per_s, roofline_duration_us
 from maya.estimator.signature import signature_keys
@@ -157,7 +158,7 @@ def _estimate(
 
     kernel = np.flatnonzero(kind == EventKind.KERNEL.value)
     if len(kernel):
-        kernels = table if len(kernel) == rows else table.take(pa.array(kernel))
+        kernels = as_batched_gemms(table if len(kernel) == rows else table.take(pa.array(kernel)))
         keys = signature_keys(kernels, allow_tf32=allow_tf32)
         _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         unique_rows = kernels.take(pa.array(first))
