@@ -7,7 +7,9 @@
 # host`), to join benchmarks/gpu/host_phase_h200 as another lease: does a lease's own host profile
 # explain its host-bound steps (benchmarks/results/lease_host_check_h200.md)? Session 25's phase probe
 # ran HF Llama host-bound in forward and backward (benchmarks/results/phase_spans_llama_h200.md),
-# at 68.9 ms against 49.6 ms, the median of seven leases' ground truth. Then convolution draws behind the GPU
+# at 68.9 ms against 49.6 ms, the median of seven leases' ground truth. Then (added in session 26) the
+# grouped GEMMs of MoE layers against the batched GEMMs Maya estimates them as
+# (benchmarks/gpu/grouped_mm_probe.py). Then convolution draws behind the GPU
 # sleep, the seeds sessions 23-25 left (139, 140, 149-152, 159-164, 174-176, 195 onwards), until END s
 # (default 520). In /tmp/s26a, tarred to OUT/s26a.tgz. Later calls: `bash
 # benchmarks/gpu/session20_h200/call1.sh OUT NAME FIRST LAST END` (conv draws only, seeds 213 onwards).
@@ -19,6 +21,8 @@ timeout 300 python3 benchmarks/validation/measure_ground_truth.py --only hf_llam
 echo "ground truth hf_llama mlp_tiny moe mobilenet resnet50_cl_160 rc=$? at $SECONDS s" >> $DIR/jobs.txt
 timeout 120 python3 -m maya.estimator.profiler --families host --out $DIR/host > $DIR/host.log 2>&1
 echo "host profile rc=$? at $SECONDS s" >> $DIR/jobs.txt
+timeout 90 python3 benchmarks/gpu/grouped_mm_probe.py --out $DIR/grouped_mm.json > $DIR/grouped_mm.log 2>&1
+echo "grouped_mm probe rc=$? at $SECONDS s" >> $DIR/jobs.txt
 bash benchmarks/gpu/run_random_draws.sh $DIR/draws 0 $((end - SECONDS)) $(for s in 139 140 $(seq 149 152) $(seq 159 164) 174 175 176 $(seq 195 212); do echo conv:$s; done) >> $DIR/jobs.txt
 date -u +%FT%TZ >> $DIR/env.txt
 tar czf "$out/s26a.tgz" -C /tmp s26a
