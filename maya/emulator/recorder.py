@@ -128,8 +128,12 @@ and whether the real step syncs to read the lengths."""
 
 @functools.cache
 def _composite(func: torch._ops.OpOverload) -> bool:
-    """Whether `func` has a CompositeImplicitAutograd kernel (a decomposition into other aten ops)."""
-    return torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
+    """Whether `func` is only a decomposition into other aten ops (a CompositeImplicitAutograd kernel
+    and no kernel of the emulated device: one with both, such as `silu_backward`, runs as one kernel
+    on CUDA, and `backend._register_backend_kernels` gave it a device kernel to say so)."""
+    name = func.name()
+    return (torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd")
+            and not torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1"))
 
 
 def _tensors(out: object) -> list:
