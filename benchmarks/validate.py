@@ -15,8 +15,9 @@ lease's CPU, so one lease is one draw of it. The summary also scores the first l
     python benchmarks/validate.py [--only NAME ...] [--out benchmarks/validation/results_h200.md] [--jobs N]
 
 Prints a markdown table and summary lines, and writes the same markdown (with a header naming the
-ground truth's environment and the command) to --out. Predictions are deterministic, so a rerun
-gives the same table.
+ground truth's environment and the command) to --out: by default the committed table for the whole
+suite, and nothing for a part of it (`--only`) unless --out is named. Predictions are deterministic,
+so a rerun gives the same table.
 """
 
 from __future__ import annotations
@@ -329,7 +330,9 @@ def header(env: dict, command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="markdown file to write")
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"markdown file to write (default: {DEFAULT_OUT.relative_to(REPO_ROOT)} for the whole suite; "
+                        "with --only, none unless named: a part must not replace the committed table)")
     p.add_argument("--jobs", type=int, default=2, help="workloads emulated in parallel")
     p.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per workload")
     args = p.parse_args(argv)
@@ -374,10 +377,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     walls = ", ".join(f"{r.name} {r.wall_s:.0f} s" for r in sorted(rows, key=lambda r: -(r.wall_s or 0))[:5] if r.wall_s)
     print(f"slowest emulations (wall time, not written to --out so that reruns match): {walls}", file=sys.stderr)
+    out = args.out if args.out is not None else (None if args.only else DEFAULT_OUT)
+    if out is None:
+        print(f"not written: --only runs part of the suite (name --out to write it; {DEFAULT_OUT.relative_to(REPO_ROOT)} "
+              "holds the whole suite's table)", file=sys.stderr)
+        return 0
     text = header(gt.get("environment", {}), command) + "\n" + body
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(f"wrote {args.out}", file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 

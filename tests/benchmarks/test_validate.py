@@ -1,4 +1,4 @@
-"""The pure functions of benchmarks/validate.py, on hand-computed numbers."""
+"""benchmarks/validate.py: its functions on hand-computed numbers, and where it writes its table."""
 
 import importlib.util
 import sys
@@ -132,3 +132,15 @@ def test_first_line_names_the_exception():
     tb = "Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: boom\n\n"
     assert validate.first_line(tb) == "RuntimeError: boom"
     assert validate.first_line(None) == "unknown error"
+
+
+def test_a_part_of_the_suite_never_replaces_the_committed_table(tmp_path, capsys):
+    # Session 26's spot checks (`--only`) overwrote results_h200.md with a four-row table, and three
+    # commits took it along: --only now writes only where --out says.
+    committed = validate.DEFAULT_OUT.read_bytes()
+    assert validate.main(["--only", "dlrm_fp32"]) == 0
+    assert validate.DEFAULT_OUT.read_bytes() == committed
+    assert "not written: --only runs part of the suite" in capsys.readouterr().err
+    assert validate.main(["--only", "dlrm_fp32", "--out", str(tmp_path / "part.md")]) == 0
+    part = (tmp_path / "part.md").read_text()
+    assert "| dlrm_fp32 | no |" in part and part.count("\n| ") == 2  # the header row and dlrm's
