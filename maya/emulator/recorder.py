@@ -141,6 +141,14 @@ def _tensors(out: object) -> list:
     return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
 
 
+def _unique_dim(name: str, args: tuple, kwargs: dict) -> int | None:
+    """The `dim` of a `unique_consecutive(self, return_inverse, return_counts, dim)` call (`_unique2`
+    has none): uniques along a dimension are rows, not elements, and are left unsupported."""
+    if name != "aten::unique_consecutive":
+        return None
+    return args[3] if len(args) > 3 else kwargs.get("dim")
+
+
 def _unique_flags(name: str, args: tuple, kwargs: dict) -> tuple[bool, bool]:
     """(return_inverse, return_counts) of an `_unique2` or `unique_consecutive` call."""
     first = 2 if name == "aten::_unique2" else 1  # _unique2(self, sorted, return_inverse, return_counts)
@@ -511,8 +519,7 @@ class Recorder(TorchDispatchMode):
             total = values.total(x)
             if total is not None:
                 return torch.empty((total,), dtype=x.dtype, device=x._fake_device)
-        if name in ("aten::_unique2", "aten::unique_consecutive") and kwargs.get("dim", args[3] if name ==
-                                                                               "aten::unique_consecutive" and len(args) > 3 else None) is None:
+        if name in ("aten::_unique2", "aten::unique_consecutive") and _unique_dim(name, args, kwargs) is None:
             inverse, counts = _unique_flags(name, args, kwargs)
             distinct = values.distinct_count(x)
             return (torch.empty((distinct,), dtype=x.dtype, device=x._fake_device),
