@@ -9,12 +9,15 @@ fake mode tracks for real (an optimizer's step count) is written with its value.
 meta tensors it reads back into emulated tensors on the GPU (`map_location` "cuda", or none: a
 training checkpoint comes from the GPU) or the host (`map_location="cpu"`), allocated as the real
 load would be, and `load_state_dict` copies them as on a GPU. The copies to the host and the disk
-writes of a real save are not timed.
+writes of a real save are not timed. torch.distributed.checkpoint's save and load are skipped with
+a warning (`install_checkpoints` says why).
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import warnings
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
@@ -66,8 +69,24 @@ def _materialise(obj, device: str, seen: dict):
     return obj
 
 
+def _distributed_checkpoint_skipped(name: str):
+    def skipped(*args, **kwargs):
+        warnings.warn(f"torch.distributed.checkpoint.{name} is not emulated: nothing is written or read, and "
+                      "its time is not predicted", stacklevel=2)
+        if name == "async_save":
+            done = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        return None
+
+    return skipped
+
+
 def install_checkpoints(patcher: Patcher) -> None:
-    """Make emulated tensors save as meta tensors and load back as emulated ones (module docstring)."""
+    """Make emulated tensors save as meta tensors and load back as emulated ones (module docstring), and
+    skip torch.distributed.checkpoint's save and load with a warning: its plans are gathered from
+    every rank, and under emulation the ranks a class stands for send no plans of their own, so its
+    check of the global plan failed ("invalid fill tensor-volume")."""
     patcher.set(FakeTensor, "__reduce_ex__", _reduce_as_meta)
     original_load = torch.load
 
@@ -80,3 +99,10 @@ def install_checkpoints(patcher: Patcher) -> None:
         return obj if device is None else _materialise(obj, device, {})
 
     patcher.set(torch, "load", load)
+    try:
+        import torch.distributed.checkpoint as dcp
+    except ImportError:  # a torch without distributed
+        return
+    for name in ("save", "async_save", "load"):
+        if hasattr(dcp, name):
+            patcher.set(dcp, name, _distributed_checkpoint_skipped(name))

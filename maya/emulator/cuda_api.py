@@ -23,6 +23,10 @@ CUDA_VERSION = "13.0"
 """What `torch.version.cuda` answers on a CPU build of torch under emulation."""
 CUDNN_VERSION = 91900
 """What `torch.backends.cudnn.version()` answers under emulation (cuDNN 9.19, as on the H200)."""
+NCCL_VERSION = (2, 28, 9)
+"""`torch.cuda.nccl.version()`: the NCCL of the H200 measurements (benchmarks/gpu/multi_gpu_h200x2/
+nccl_h200x2_dense.json). A CPU build of torch has none, and torch.distributed's logging asks for it
+when the process group uses NCCL (torch.distributed.checkpoint's save failed there)."""
 
 UNSUPPORTED = (
     "CUDAGraph", "graph", "make_graphed_callables", "caching_allocator_alloc",
@@ -269,6 +273,7 @@ def install_cuda_api(patcher: Patcher) -> None:
     patcher.set(torch.backends.cudnn, "is_available", lambda: True)
     patcher.set(torch.backends.cudnn, "version", lambda: CUDNN_VERSION)
     patcher.set(torch.backends.cuda, "is_built", lambda: True)
+    patcher.set(torch.cuda.nccl, "version", lambda: NCCL_VERSION)
     _install_accelerator(patcher, simple)
 
 

@@ -40,3 +40,20 @@ def test_save_load_and_resume_a_training_checkpoint(tmp_path):
         on_host = torch.load(path, map_location="cpu", weights_only=True)
         assert on_host["model"]["2.weight"].device == torch.device("cpu")
         torch.save(model, tmp_path / "whole.pt")  # a whole module pickles too
+
+
+def test_distributed_checkpoint_is_skipped_with_a_warning_and_nccl_has_a_version(tmp_path):
+    import pytest
+    import torch.distributed.checkpoint as dcp
+
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        state = {"model": nn.Linear(8, 8).cuda().state_dict()}
+        with pytest.warns(UserWarning, match="torch.distributed.checkpoint.save is not emulated"):
+            assert dcp.save(state, checkpoint_id=str(tmp_path / "step1")) is None
+        with pytest.warns(UserWarning, match="async_save is not emulated"):
+            assert dcp.async_save(state, checkpoint_id=str(tmp_path / "step2")).result() is None
+        with pytest.warns(UserWarning, match="load is not emulated"):
+            dcp.load(state, checkpoint_id=str(tmp_path / "step1"))
+        assert not any(tmp_path.iterdir())
+        # torch.distributed's logging asks NCCL's version, which a CPU build of torch lacks.
+        assert torch.cuda.nccl.version() == (2, 28, 9)
