@@ -8,7 +8,9 @@ reads back with `weights_only=True` too), so the file is small and loads; a smal
 fake mode tracks for real (an optimizer's step count) is written with its value. `torch.load` turns the
 meta tensors it reads back into emulated tensors on the GPU (`map_location` "cuda", or none: a
 training checkpoint comes from the GPU) or the host (`map_location="cpu"`), allocated as the real
-load would be, and `load_state_dict` copies them as on a GPU. The copies to the host and the disk
+load would be; the file's real tensors are read on the host and go where PyTorch would put them (all
+to the GPU for "cuda"; with no map_location, those saved from a GPU), and `load_state_dict` copies
+them as on a GPU. The copies to the host and the disk
 writes of a real save are not timed. torch.distributed.checkpoint's save and load are skipped with
 a warning (`install_checkpoints` says why).
 """
@@ -45,12 +47,16 @@ def _load_device(map_location) -> str | None:
     return None
 
 
-def _materialise(obj, device: str, seen: dict):
-    """`obj` with every meta tensor inside dicts, lists and tuples made an emulated tensor on `device`."""
+def _materialise(obj, device: str, to_gpu, seen: dict):
+    """`obj` with every meta tensor inside dicts, lists and tuples made an emulated tensor on `device`,
+    and every real tensor for which `to_gpu(tensor)` holds moved to the emulated GPU."""
     if id(obj) in seen:
         return seen[id(obj)]
-    if isinstance(obj, torch.Tensor) and obj.device.type == "meta":
-        new = torch.empty_strided(obj.shape, obj.stride(), dtype=obj.dtype, device=device)
+    if isinstance(obj, torch.Tensor) and (obj.device.type == "meta" or to_gpu(obj)):
+        if obj.device.type == "meta":
+            new = torch.empty_strided(obj.shape, obj.stride(), dtype=obj.dtype, device=device)
+        else:
+            new = obj.detach().to("cuda")
         if isinstance(obj, torch.nn.Parameter):
             new = torch.nn.Parameter(new, requires_grad=obj.requires_grad)
         seen[id(obj)] = new  # tensors saved twice (tied weights) stay one
@@ -58,14 +64,14 @@ def _materialise(obj, device: str, seen: dict):
     if isinstance(obj, dict):
         out = type(obj)() if isinstance(obj, collections.OrderedDict) or type(obj) is dict else dict()
         for key, value in obj.items():
-            out[key] = _materialise(value, device, seen)
+            out[key] = _materialise(value, device, to_gpu, seen)
         if hasattr(obj, "_metadata"):  # a state dict's version metadata
             out._metadata = obj._metadata
         return out
     if isinstance(obj, list):
-        return [_materialise(v, device, seen) for v in obj]
+        return [_materialise(v, device, to_gpu, seen) for v in obj]
     if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-        return tuple(_materialise(v, device, seen) for v in obj)
+        return tuple(_materialise(v, device, to_gpu, seen) for v in obj)
     return obj
 
 
@@ -91,12 +97,26 @@ def install_checkpoints(patcher: Patcher) -> None:
     original_load = torch.load
 
     def load(f, map_location=None, *args, **kwargs):
-        # Read outside the emulation's modes: the file's real host tensors (an optimizer's step count)
-        # keep their values instead of turning fake on the way in.
-        with _disable_current_modes():
-            obj = original_load(f, map_location if _load_device(map_location) is None else "cpu", *args, **kwargs)
         device = _load_device(map_location)
-        return obj if device is None else _materialise(obj, device, {})
+        if device is None:
+            return original_load(f, map_location, *args, **kwargs)
+        # Read on the host, outside the emulation's modes: the file's real tensors (an optimizer's step
+        # count) keep their values instead of turning fake on the way in. Where they go then is what
+        # PyTorch would do: all to the GPU for map_location "cuda"; with none, each where it was saved
+        # (a real checkpoint written on a GPU names its storages' CUDA devices).
+        from_gpu: set[int] = set()
+
+        def on_host(storage, location):
+            if location.startswith("cuda"):
+                from_gpu.add(storage.data_ptr())
+            return storage
+
+        with _disable_current_modes():
+            obj = original_load(f, on_host, *args, **kwargs)
+        if device == "cpu":
+            return _materialise(obj, device, lambda t: False, {})
+        explicit = map_location is not None
+        return _materialise(obj, device, lambda t: explicit or t.untyped_storage().data_ptr() in from_gpu, {})
 
     patcher.set(torch, "load", load)
     try:

@@ -57,3 +57,17 @@ def test_distributed_checkpoint_is_skipped_with_a_warning_and_nccl_has_a_version
         assert not any(tmp_path.iterdir())
         # torch.distributed's logging asks NCCL's version, which a CPU build of torch lacks.
         assert torch.cuda.nccl.version() == (2, 28, 9)
+
+
+def test_a_real_checkpoint_loads_where_map_location_says(tmp_path):
+    # A file written without emulation (real host tensors), as pretrained or earlier weights are.
+    path = tmp_path / "real.pt"
+    torch.save({"w": torch.full((3,), 2.0), "n": 5}, path)
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        on_gpu = torch.load(path, map_location="cuda")
+        assert on_gpu["w"].is_cuda and on_gpu["n"] == 5
+        assert on_gpu["w"].sum().item() == 0.0  # an emulated tensor: computed values are placeholders
+        as_saved = torch.load(path)  # saved from the host: stays there, with its values
+        assert not as_saved["w"].is_cuda and as_saved["w"].tolist() == [2.0, 2.0, 2.0]
+        on_host = torch.load(path, map_location="cpu")
+        assert on_host["w"].tolist() == [2.0, 2.0, 2.0]
