@@ -10,9 +10,9 @@ meta tensors it reads back into emulated tensors on the GPU (`map_location` "cud
 training checkpoint comes from the GPU) or the host (`map_location="cpu"`), allocated as the real
 load would be; the file's real tensors are read on the host and go where PyTorch would put them (all
 to the GPU for "cuda"; with no map_location, those saved from a GPU), and `load_state_dict` copies
-them as on a GPU. The copies to the host and the disk
-writes of a real save are not timed. torch.distributed.checkpoint's save and load are skipped with
-a warning (`install_checkpoints` says why).
+them as on a GPU. The copies to the host and the disk writes of a real save are not timed.
+torch.distributed.checkpoint's save and load are skipped with a warning (`install_checkpoints` says
+why).
 """
 
 from __future__ import annotations
