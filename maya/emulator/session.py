@@ -13,6 +13,7 @@ import warnings
 import torch
 import torch.nn as nn
 from torch.nn import Parameter
+from torch.utils._python_dispatch import _disable_current_modes as _disable_dispatch_modes
 
 from maya.emulator import state as st
 from maya.emulator.autocast import install_autocast
@@ -79,6 +80,7 @@ class EmulationSession:
             install_flex_attention(Recorder)
             _patch_movement(patcher)
             _patch_lazy_parameters(patcher)
+            _patch_numpy(patcher)
             _patch_data_workers(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)
@@ -237,6 +239,36 @@ def _patch_finite_checks(patcher: Patcher, recorder: Recorder) -> None:
             return out
 
         patcher.set(owner, "isfinite", isfinite)
+
+
+NUMPY_MAX_NUMEL = 1 << 26
+"""Largest emulated tensor `.numpy()` answers with a placeholder array (256 MiB of float32)."""
+
+
+def _patch_numpy(patcher: Patcher) -> None:
+    """`.numpy()` (and `numpy.asarray`) of an emulated tensor: evaluation loops hand predictions to
+    numpy and scikit-learn (`preds.argmax(-1).cpu().numpy()`), and a fake tensor refused ("not
+    supported for tensor subclasses"). The answer is an array of the placeholder values `.item()`
+    gives (0.0, 1, False), of the tensor's shape and numpy dtype."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    original = torch.Tensor.numpy
+
+    def numpy(self, *, force=False):
+        if not isinstance(self, FakeTensor):
+            return original(self, force=force)
+        if self.numel() > NUMPY_MAX_NUMEL:
+            raise RuntimeError(f"Maya does not make a placeholder numpy array of {self.numel():,} elements (emulated "
+                               f"tensors have no values; the limit is {NUMPY_MAX_NUMEL:,})")
+        with _disable_dispatch_modes():
+            host = torch.empty(tuple(self.shape), dtype=self.dtype)
+            if self.dtype.is_floating_point or self.dtype.is_complex:
+                host.zero_()
+            else:
+                host.fill_(0 if self.dtype is torch.bool else 1)
+            return original(host)
+
+    patcher.set(torch.Tensor, "numpy", numpy)
 
 
 def _patch_pin_memory(patcher: Patcher, recorder: Recorder) -> None:

@@ -48,3 +48,18 @@ def test_inference_mode_records_the_kernels_no_grad_records():
             traces.append([r[op] for r in state.rows[first:] if r[kind] == "kernel"])
     assert traces[0] == traces[1] == ["aten::addmm", "aten::native_layer_norm", "aten::gelu", "aten::addmm",
                                       "aten::_log_softmax", "aten::nll_loss_forward"]
+
+
+def test_numpy_of_an_emulated_tensor_is_an_array_of_placeholders():
+    import numpy as np
+    import pytest
+
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        logits = torch.randn(8, 10, device="cuda")
+        preds = logits.argmax(-1).cpu().numpy()  # an evaluation loop's predictions, for numpy/scikit-learn
+        assert preds.shape == (8,) and preds.dtype == np.int64 and (preds == 1).all()
+        probs = np.asarray(logits.softmax(-1).cpu())
+        assert probs.shape == (8, 10) and probs.dtype == np.float32 and (probs == 0).all()
+        with pytest.raises(TypeError, match="BFloat16"):  # as PyTorch: numpy has no bfloat16
+            logits.bfloat16().cpu().numpy()
+        assert torch.ones(3).numpy().tolist() == [1.0, 1.0, 1.0]  # a real host tensor keeps its values
