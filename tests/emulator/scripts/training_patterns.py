@@ -2,7 +2,8 @@
 generators, checkpointing, fused and capturable optimizers, attention variants, autocast APIs, pinned
 memory, torch.compile, FlexAttention, vmap, spectral norm, EMA, inference mode, gradient penalties,
 two-optimizer GANs, hooks, anomaly detection, finiteness checks, CUDA events, the profiler. The test
-runs it under `maya emulate` and expects every case to run; a case that fails prints its name."""
+runs it under `maya emulate` and expects every case to run; a case that fails prints its name.
+Also: numpy metrics of predictions, and a checkpoint saved, loaded and resumed."""
 
 import torch
 import torch.nn as nn
@@ -154,6 +155,31 @@ def _():
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as p:
         m(torch.randn(4, 16, device="cuda"))
     p.key_averages()
+
+@case("numpy_metrics")
+def _():
+    import numpy as np
+
+    preds = m(torch.randn(8, 16, device="cuda")).argmax(-1).cpu().numpy()
+    float(np.mean(preds == np.zeros(8, dtype=np.int64)))
+
+
+@case("checkpoint_and_resume")
+def _():
+    import os
+    import tempfile
+
+    opt = torch.optim.AdamW(m.parameters())
+    m(torch.randn(4, 16, device="cuda")).sum().backward()
+    opt.step()
+    path = os.path.join(tempfile.mkdtemp(), "ckpt.pt")
+    torch.save({"model": m.state_dict(), "opt": opt.state_dict()}, path)
+    ckpt = torch.load(path, map_location="cuda")
+    m.load_state_dict(ckpt["model"])
+    opt.load_state_dict(ckpt["opt"])
+    m(torch.randn(4, 16, device="cuda")).sum().backward()
+    opt.step()
+
 
 failed = {k: v for k, v in results.items() if v != "ok"}
 for k, v in failed.items():
