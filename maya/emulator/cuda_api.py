@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -171,6 +172,20 @@ def _set_memory_fraction(fraction: float, device: object = None) -> None:
     s.allocator.capacity_bytes = int(s.config.gpu.total_memory_bytes * fraction)
 
 
+def _no_memory_history(name: str, result=None):
+    """`torch.cuda.memory`'s allocation history and snapshots read the CUDA caching allocator's
+    own records, which a CPU process lacks (the calls failed: "torch._C has no attribute
+    '_cuda_record_memory_history'"). They do nothing here, with a warning: Maya's own memory
+    figures are the trace's per-op `allocated_bytes` and the summary's peaks."""
+
+    def call(*args, **kwargs):
+        warnings.warn(f"torch.cuda.memory.{name} does nothing under Maya emulation: the trace records "
+                      "allocated and reserved bytes after every op instead", stacklevel=2)
+        return result() if callable(result) else result
+
+    return call
+
+
 def _unsupported(name: str) -> type:
     """A stand-in that raises when called or instantiated, yet still works in type annotations."""
 
@@ -274,6 +289,10 @@ def install_cuda_api(patcher: Patcher) -> None:
     patcher.set(torch.backends.cudnn, "version", lambda: CUDNN_VERSION)
     patcher.set(torch.backends.cuda, "is_built", lambda: True)
     patcher.set(torch.cuda.nccl, "version", lambda: NCCL_VERSION)
+    for name, result in (("_record_memory_history", None), ("_dump_snapshot", None), ("_snapshot", dict),
+                         ("memory_snapshot", list)):
+        patcher.set(torch.cuda.memory, name, _no_memory_history(name, result))
+    patcher.set(torch.cuda, "memory_snapshot", torch.cuda.memory.memory_snapshot)
     _install_accelerator(patcher, simple)
 
 
