@@ -78,6 +78,9 @@ def _timing(summary: EmulationSummary, d: dict) -> list[str]:
     lines = [_row("step time", f"{d['median_iteration_ms']:.2f} ms, median of {len(times)} iteration(s){failed}: "
                                f"{shown} ms")]
     rate = summary.throughput
+    if rate is None:  # a step of no GPU work takes no predicted time: no rate to give
+        lines.append(_row("throughput", "n/a (the step ran no GPU work)"))
+        return lines
     text = ", ".join([
         f"{rate.iterations_per_s:,.2f} iterations/s",
         f"{rate.samples_per_s:,.1f} samples/s" if rate.samples_per_s is not None else "samples/s n/a",

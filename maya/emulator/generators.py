@@ -3,8 +3,8 @@
 A CUDA generator needs PyTorch's CUDA library and a GPU (on a CPU build: "Cannot get CUDA generator
 without ATen_cuda library"). Emulated random numbers have no values, so a generator only has to be
 accepted: `torch.Generator("cuda")` makes a host generator that reports the CUDA device (seeding,
-`initial_seed` and its state work as a host generator's), and the recorder drops it from the ops it
-is passed to (`without_emulated_generator`), which the fake tensors then run without one.
+`initial_seed` and its state work as a host generator's), and the recorder passes the ops it is given
+to none instead (`without_emulated_generator`), which the fake tensors then run without one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ from maya.emulator.patcher import Patcher
 _HostGenerator = torch.Generator
 
 
-class EmulatedCudaGenerator(_HostGenerator):
+class _AnyGenerator(type(_HostGenerator)):
+    """Makes `isinstance(g, torch.Generator)` hold for the real kind too while the stand-in is
+    `torch.Generator` (a host generator from `torch.Generator()` is of the real kind)."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _HostGenerator)
+
+
+class EmulatedCudaGenerator(_HostGenerator, metaclass=_AnyGenerator):
     """A host generator standing in for one of the emulated GPU; other devices make the real kind."""
 
     def __new__(cls, device="cpu"):
@@ -35,9 +43,11 @@ class EmulatedCudaGenerator(_HostGenerator):
 
 
 def without_emulated_generator(kwargs: dict) -> dict:
-    """`kwargs` without a `generator` that stands in for the emulated GPU's."""
-    if isinstance(kwargs.get("generator"), EmulatedCudaGenerator):
-        return {k: v for k, v in kwargs.items() if k != "generator"}
+    """`kwargs` with a `generator` that stands in for the emulated GPU's made None (the `.generator`
+    overloads need the argument; the fake tensors draw no numbers). The exact type: `isinstance`
+    also holds for host generators (`_AnyGenerator`), which host ops use for real."""
+    if type(kwargs.get("generator")) is EmulatedCudaGenerator:
+        return {**kwargs, "generator": None}
     return kwargs
 
 

@@ -22,10 +22,11 @@ aten = torch.ops.aten
 
 _SIZE_FACTORIES = frozenset({
     aten.empty.memory_format, aten.zeros.default, aten.ones.default, aten.full.default, aten.rand.default,
-    aten.randn.default, aten.empty_strided.default,
+    aten.randn.default, aten.empty_strided.default, aten.rand.generator, aten.randn.generator,
 })
-"""Factories whose first argument is the output size."""
-_RANDINT = frozenset({aten.randint.default, aten.randint.low})
+"""Factories whose first argument is the output size (the `.generator` overloads: given a host
+`torch.Generator`, as `random_split` and seeded samplers do)."""
+_RANDINT = frozenset({aten.randint.default, aten.randint.low, aten.randint.generator, aten.randint.low_generator})
 
 
 def _factory_numel(func, args: tuple) -> int | None:
@@ -39,7 +40,7 @@ def _factory_numel(func, args: tuple) -> int | None:
         return math.ceil(float(args[1]) - float(args[0]))
     if func is aten.arange.start_step:
         return math.ceil((float(args[1]) - float(args[0])) / float(args[2]))
-    if func is aten.randperm.default:
+    if func is aten.randperm.default or func is aten.randperm.generator:
         return int(args[0])
     if func is aten.scalar_tensor.default:
         return 1

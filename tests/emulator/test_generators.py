@@ -30,3 +30,13 @@ def test_a_cuda_generator_seeds_and_drives_random_ops_on_the_emulated_gpu():
     assert [r[OP].split(".")[0] for r in rows if r[OP].split(".")[0] in ("aten::randn", "aten::randperm", "aten::multinomial")
             ] == ["aten::randn", "aten::randperm", "aten::multinomial"]
     assert torch.Generator is torch._C.Generator  # put back after the emulation
+
+
+def test_host_generators_stay_generators_and_drive_host_ops():
+    from torch.utils.data import TensorDataset, random_split
+
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        host = torch.Generator().manual_seed(0)
+        assert isinstance(host, torch.Generator)  # the real kind passes the stand-in's isinstance
+        first, second = random_split(TensorDataset(torch.arange(10.0)), [7, 3], generator=host)
+        assert sorted(first.indices + second.indices) == list(range(10))

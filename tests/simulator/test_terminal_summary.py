@@ -101,3 +101,11 @@ def test_terminal_summary_out_of_memory_and_other_gpu():
     a100 = terminal_summary(_summary(gpu="a100", iterations=[_iteration(0, 40.0, reserved=90 * GIB)],
                                      extra=_extra(emulated_gpu="h200")))
     assert "of 80.00 GiB per GPU (a100): does NOT fit in the a100's memory; figures from the emulated h200's allocator" in a100
+
+
+def test_a_step_of_no_gpu_work_has_no_rate_and_the_page_still_prints():
+    # A script whose only step ran host code (a data split, a DataLoader) has a 0.00 ms step; the
+    # page had crashed on the missing throughput.
+    page = terminal_summary(_summary(world_size=1, emulated_ranks=[0], iterations=[_iteration(0, 0.0, flops=0.0)]))
+    assert "step time      0.00 ms, median of 1 iteration(s)" in page
+    assert "throughput     n/a (the step ran no GPU work)" in page
