@@ -57,7 +57,6 @@ CONV_FEATURES = (
     "stride_prod", "dilation_prod", "log2_groups", "transposed", "channels_last", "conv_dims",
     "is_backward", "output_mask", "log2_gemm_m", "log2_gemm_n", "log2_gemm_k", "align_c_in", "align_c_out",
     "align_h_in", "log2_h_in", "depthwise", "cudnn_benchmark", "timed_idle",
-    "log2_tiles", "wave_fill", "log2_dgrad_tiles", "log2_wgrad_tiles",
 )
 """Convolution parameters, and the implicit GEMM cuDNN runs (M = N*Ho*Wo, N = Cout/groups,
 K = Cin/groups*kernel) with the power-of-two alignment of its channel and spatial sizes; whether
@@ -277,7 +276,6 @@ def extract_features(
     attr_rows = np.flatnonzero(np.isin(family, [CONV, SDPA, RNN]))
     if len(attr_rows):
         _attr_features(table.take(pa.array(attr_rows)), attr_rows, f)
-    f.update(_conv_tile_features(f, gpu.multiprocessor_count))
     # An RNN's cells run one after another: its time per cell, and the work of one cell.
     f["log2_cells"] = f["log2_seq"] + np.log2(f["num_layers"]) + f["bidirectional"]
     f["log2_flops_per_cell"] = f["log2_flops"] - f["log2_cells"]
@@ -403,30 +401,6 @@ def _prod(values) -> float:
     if isinstance(values, (int, float)):
         return float(values)
     return float(np.prod(values)) if values else 1.0
-
-
-CONV_TILE = 128
-"""Side of the output tile of one thread block in the implicit-GEMM tile counts below."""
-
-
-def _conv_tile_features(f: dict[str, np.ndarray], multiprocessors: int) -> dict[str, np.ndarray]:
-    """How many 128 x 128 output tiles each of a convolution's implicit GEMMs has, and how full the
-    forward GEMM's last wave of thread blocks is. Forward: M = N*Ho*Wo, N = Cout/groups; backward
-    data: M = N*Hi*Wi, N = Cin/groups; backward weight: M = Cout/groups, N = Cin/groups*kernel."""
-    groups = np.exp2(f["log2_groups"])
-    c_in, c_out = np.exp2(f["log2_c_in"]) / groups, np.exp2(f["log2_c_out"]) / groups
-
-    def tiles(m: np.ndarray, n: np.ndarray) -> np.ndarray:
-        return np.ceil(np.maximum(m, 1.0) / CONV_TILE) * np.ceil(np.maximum(n, 1.0) / CONV_TILE)
-
-    forward = tiles(np.exp2(f["log2_gemm_m"]), np.exp2(f["log2_gemm_n"]))
-    waves = np.ceil(forward / multiprocessors)
-    return {
-        "log2_tiles": np.log2(forward),
-        "wave_fill": forward / (waves * multiprocessors),
-        "log2_dgrad_tiles": np.log2(tiles(np.exp2(f["log2_batch"] + f["log2_spatial_in"]), c_in)),
-        "log2_wgrad_tiles": np.log2(tiles(c_out, c_in * f["kernel_numel"])),
-    }
 
 
 def _attr_features(table: pa.Table, rows: np.ndarray, f: dict[str, np.ndarray]) -> None:
