@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OP_TIMES = ROOT / "benchmarks" / "gpu" / "op_times_h200"
 HOST_FILE = ROOT / "maya" / "estimator" / "data" / "h200" / "host_overhead.json"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from kernel_attribution import read_events  # noqa: E402
+from kernel_attribution import cpu_op_stacks, read_events  # noqa: E402
 
 FORWARD_OP = "aten::_scaled_dot_product_cudnn_attention"
 BACKWARD_OP = "aten::_scaled_dot_product_cudnn_attention_backward"
@@ -44,21 +44,10 @@ def profiled_durations(events: list[dict]) -> dict[tuple[str, bool, bool], list[
     """(op name, on an autograd engine thread, called at top level) -> profiled CPU durations (us).
     Top level: no aten op of the same thread encloses it (an engine thread's ops sit under its
     `autograd::engine::evaluate_function` and autograd node ranges, which do not count)."""
-    cpu = [e for e in events if e.get("cat") == "cpu_op"]
-    engine = {e["tid"] for e in cpu if e["name"].startswith("autograd::engine")}
-    by_tid: dict[object, list[dict]] = defaultdict(list)
-    for e in cpu:
-        by_tid[e["tid"]].append(e)
     out: dict[tuple[str, bool, bool], list[float]] = defaultdict(list)
-    for tid, ops in by_tid.items():
-        ops.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
-        stack: list[dict] = []
-        for e in ops:
-            while stack and stack[-1]["ts"] + stack[-1].get("dur", 0) <= e["ts"]:
-                stack.pop()
-            top = not any(s["name"].startswith("aten::") for s in stack)
-            out[(e["name"], tid in engine, top)].append(e.get("dur", 0))
-            stack.append(e)
+    for e, stack, engine in cpu_op_stacks(events):
+        top = not any(s["name"].startswith("aten::") for s in stack)
+        out[(e["name"], engine, top)].append(e.get("dur", 0))
     return out
 
 

@@ -16,7 +16,7 @@ import bisect
 import collections
 import gzip
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -39,6 +39,24 @@ def read_events(path: str | Path) -> list[dict]:
     with opener(path, "rt") as f:
         data = json.load(f)
     return [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+
+
+def cpu_op_stacks(events: list[dict]) -> Iterator[tuple[dict, list[dict], bool]]:
+    """Each CPU op of `events` with the ops of its thread that enclose it (outermost first) and whether
+    its thread runs autograd engine ops (the backward), thread by thread in start order."""
+    cpu = [e for e in events if e.get("cat") == "cpu_op"]
+    engine = {e["tid"] for e in cpu if e["name"].startswith("autograd::engine")}
+    by_tid: dict[object, list[dict]] = collections.defaultdict(list)
+    for e in cpu:
+        by_tid[e["tid"]].append(e)
+    for tid, ops in by_tid.items():
+        ops.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
+        stack: list[dict] = []
+        for e in ops:
+            while stack and stack[-1]["ts"] + stack[-1].get("dur", 0) <= e["ts"]:
+                stack.pop()
+            yield e, stack, tid in engine
+            stack.append(e)
 
 
 def launch_owners(events: list[dict]) -> Callable[[dict], str | None]:

@@ -21,27 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kernel_attribution import read_events  # noqa: E402
+from kernel_attribution import cpu_op_stacks, read_events  # noqa: E402
 
 
 def durations_by_parent(events: list[dict]) -> dict[tuple[str, str], list[float]]:
     """(op, innermost enclosing op or "top") -> the profiled durations (us) of its calls, on the
     threads without autograd engine ops."""
-    cpu = [e for e in events if e.get("cat") == "cpu_op"]
-    engine = {e["tid"] for e in cpu if e["name"].startswith("autograd::engine")}
-    by_tid: dict[object, list[dict]] = collections.defaultdict(list)
-    for e in cpu:
-        if e["tid"] not in engine:
-            by_tid[e["tid"]].append(e)
     out: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
-    for ops in by_tid.values():
-        ops.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
-        stack: list[dict] = []
-        for e in ops:
-            while stack and stack[-1]["ts"] + stack[-1].get("dur", 0) <= e["ts"]:
-                stack.pop()
+    for e, stack, engine in cpu_op_stacks(events):
+        if not engine:
             out[(e["name"], stack[-1]["name"] if stack else "top")].append(e.get("dur", 0))
-            stack.append(e)
     return out
 
 
