@@ -136,9 +136,14 @@ def _composite(func: torch._ops.OpOverload) -> bool:
             and not torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1"))
 
 
-def _tensors(out: object) -> list:
-    """The tensors an op returned."""
-    return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
+def _non_strided_gpu_layouts(out: object) -> set:
+    """The layouts other than strided (sparse, nested) of the GPU tensors an op returned; checked on
+    every op, so a lone strided tensor, the usual result, returns at once."""
+    if isinstance(out, torch.Tensor):
+        return set() if out.layout is torch.strided or not _on_gpu(out) else {out.layout}
+    if not isinstance(out, (tuple, list)):
+        return set()
+    return {t.layout for t in out if isinstance(t, torch.Tensor) and t.layout is not torch.strided and _on_gpu(t)}
 
 
 def _unique_dim(name: str, args: tuple, kwargs: dict) -> int | None:
@@ -328,7 +333,7 @@ class Recorder(TorchDispatchMode):
                 raise self._unsupported(name, message) from None
             else:
                 raise
-        layouts = {t.layout for t in _tensors(out) if t.layout is not torch.strided and _on_gpu(t)}
+        layouts = _non_strided_gpu_layouts(out)
         if layouts:  # checked here: such outputs would otherwise pass unrecorded, as if not on the GPU
             raise self._unsupported(name, f"its output is a GPU tensor of layout {', '.join(map(str, layouts))} "
                                     "(sparse: Embedding(sparse=True) gradients, torch.sparse), whose ops Maya does not "
