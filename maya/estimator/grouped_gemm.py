@@ -17,16 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from maya.emulator.rnn_kernels import contiguous_strides
+
 GROUPED_GEMM_OPS = frozenset({"aten::_grouped_mm"})
 """Ops rewritten as `aten::bmm` rows before estimation."""
-
-
-def _contiguous(shape: list[int]) -> list[int]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return list(reversed(strides))
 
 
 def _as_bmm(shapes: list, strides: list) -> tuple[list, list, list] | None:
@@ -66,7 +60,7 @@ def as_batched_gemms(table: pa.Table) -> pa.Table:
         columns["op"][i] = "aten::bmm"
         columns["input_shapes"][i], columns["input_strides"][i] = shapes, strides
         columns["input_dtypes"][i] = columns["input_dtypes"][i][:2]
-        columns["output_shapes"][i], columns["output_strides"][i] = [out], [_contiguous(out)]
+        columns["output_shapes"][i], columns["output_strides"][i] = [out], [list(contiguous_strides(out))]
     for name in names:
         table = table.set_column(table.column_names.index(name), name, pa.array(columns[name], type=table.schema.field(name).type))
     return table

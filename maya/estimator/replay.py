@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from maya.emulator.attrs import encode_call, flatten_tensors
+from maya.emulator.rnn_kernels import contiguous_strides
 
 FLOAT_FILL_ABS = "abs"
 """Fill rule: |randn|, for tensors that must be non-negative (variances, second moments)."""
@@ -150,7 +151,7 @@ def encode_arguments(
 
 def _describe_spec(value: Any) -> tuple | None:
     if isinstance(value, TensorSpec):
-        return tuple(value.shape), value.dtype, tuple(value.strides or _contiguous_strides(value.shape))
+        return tuple(value.shape), value.dtype, tuple(value.strides or contiguous_strides(value.shape))
     return None
 
 
@@ -195,7 +196,7 @@ def _make_tensor(
     transposed layouts are filled like any other.
     """
     if not strides:
-        strides = _contiguous_strides(shape)
+        strides = contiguous_strides(shape)
     strides = list(strides)
     if len(strides) != len(shape):
         raise ReplayError(f"shape {shape} and strides {strides} differ in rank")
@@ -204,13 +205,6 @@ def _make_tensor(
     _fill(flat, fill)
     return flat.as_strided(shape, strides)
 
-
-def _contiguous_strides(shape: Sequence[int]) -> list[int]:
-    strides, running = [], 1
-    for size in reversed(shape):
-        strides.append(running)
-        running *= max(size, 1)
-    return strides[::-1]
 
 
 def _fill(flat: torch.Tensor, fill: Any) -> None:
