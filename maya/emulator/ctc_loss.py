@@ -72,9 +72,3 @@ def install_ctc_loss(patcher: Patcher) -> None:
         return original(log_probs, targets, il, tl, blank, reduction, zero_infinity)
 
     patcher.set(torch, "ctc_loss", ctc_loss)
-
-
-def ctc_loss_backward_output(grad, log_probs, *args, **kwargs):
-    """`aten::_ctc_loss_backward` (either overload): the gradient of `log_probs`, contiguous, as the
-    CUDA kernel allocates it (fake tensors have no rule for it on the emulated device); no sync."""
-    return torch.empty(log_probs.shape, dtype=log_probs.dtype, device=log_probs._fake_device), False

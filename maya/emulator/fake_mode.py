@@ -53,6 +53,21 @@ class internal_devices:
         _view.internal_depth -= 1
 
 
+def _ctc_loss_backward_kernel(grad, log_probs, *args, **kwargs):
+    """`aten::_ctc_loss_backward` (either overload): the gradient of `log_probs`, contiguous, as the
+    CUDA kernel allocates it. PyTorch has no meta kernel for it, so fake tensors tried the device's
+    real kernel, which the emulated device lacks."""
+    return torch.empty(log_probs.shape, dtype=log_probs.dtype, device=log_probs.device)
+
+
+FAKE_KERNELS = {
+    **FUSED_RNN_KERNELS,
+    torch.ops.aten._ctc_loss_backward.default: _ctc_loss_backward_kernel,
+    torch.ops.aten._ctc_loss_backward.Tensor: _ctc_loss_backward_kernel,
+}
+"""Ops EmulatorFakeMode computes the outputs of itself, instead of PyTorch's meta kernels."""
+
+
 class EmulatorFakeMode(FakeTensorMode):
     """FakeTensorMode that never materialises device tensors and reports proxy devices internally."""
 
@@ -66,7 +81,7 @@ class EmulatorFakeMode(FakeTensorMode):
             return None  # see _is_inplace_foreach
         _view.internal_depth += 1
         try:
-            kernel = FUSED_RNN_KERNELS.get(func)
+            kernel = FAKE_KERNELS.get(func)
             if kernel is not None:
                 with self:
                     return kernel(*args, **(kwargs or {}))

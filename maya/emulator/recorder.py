@@ -33,7 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from maya.emulator.allocator import EmulatedOutOfMemory
 from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, encode_call, flatten_tensors, tensor_meta
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
-from maya.emulator.ctc_loss import ctc_loss_backward_output, ctc_loss_outputs
+from maya.emulator.ctc_loss import ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
 from maya.emulator.generators import without_emulated_generator
@@ -119,8 +119,7 @@ def _pack_padded_sequence(x: torch.Tensor, lengths: torch.Tensor, batch_first: b
 
 _LENGTH_SHAPED = {
     "aten::_pack_padded_sequence": _pack_padded_sequence, "aten::_ctc_loss": ctc_loss_outputs,
-    "aten::_ctc_loss.Tensor": ctc_loss_outputs, "aten::_ctc_loss_backward": ctc_loss_backward_output,
-    "aten::_ctc_loss_backward.Tensor": ctc_loss_backward_output,
+    "aten::_ctc_loss.Tensor": ctc_loss_outputs,
 }
 """Ops of sequence lengths whose outputs Maya shapes itself: op name -> function returning the outputs
 and whether the real step syncs to read the lengths."""
