@@ -15,8 +15,8 @@ import pyarrow as pa
 from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_params
 from maya.estimator.estimate import estimate_trace, source_shares
 from maya.estimator.exact_table import ExactTable
-from maya.estimator.model_set import load_model_set, resolve_models_dir
 from maya.estimator.host_cost import host_costs_us, kernel_gap_us, launch_stream_us
+from maya.estimator.model_set import load_model_set, resolve_models_dir
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
 from maya.simulator import RankBreakdown, SimulationParams, SimulationResult, export_chrome_trace, simulate
 from maya.throughput import model_flops_per_iteration
@@ -131,7 +131,8 @@ def predict(
     iteration_ms = [t / 1000.0 for t in result.iteration_times_us]
     return Prediction(
         iteration_ms=iteration_ms,
-        source_shares=_source_shares(estimated, result.rank_to_representative, result.from_iteration),
+        source_shares=_source_shares(estimated, result.rank_to_representative, result.from_iteration,
+                                     result.to_iteration),
         breakdown=_breakdown_ms(result.breakdown[slowest]),
         slowest_rank=slowest,
         rank_breakdowns=[
@@ -186,16 +187,20 @@ def _breakdown_ms(b: RankBreakdown) -> dict[str, float]:
 
 
 def _source_shares(
-    estimated: dict[int, pd.DataFrame], representative: Mapping[int, int], first_iteration: int = 0
+    estimated: dict[int, pd.DataFrame], representative: Mapping[int, int], first_iteration: int = 0,
+    stop: Mapping[int, int] | None = None,
 ) -> dict[str, float]:
     """Estimate-source shares over every rank of the job (a representative counts once per member),
-    over the ops of iterations `first_iteration` on, as `top_ops` counts them."""
+    over the ops of iterations `first_iteration` to `stop[rank]` (exclusive), as `top_ops` counts them."""
     members = Counter(representative.values())
-    weighted = [
-        df.loc[df["iteration"] >= first_iteration if "iteration" in df.columns else slice(None),
-               ["estimate_source", "duration_us"]].assign(duration_us=lambda d, m=members[rank]: d["duration_us"] * m)
-        for rank, df in estimated.items()
-    ]
+    weighted = []
+    for rank, df in estimated.items():
+        if "iteration" in df.columns:
+            counted = df["iteration"] >= first_iteration
+            if stop is not None and rank in stop:
+                counted &= df["iteration"] < stop[rank]
+            df = df.loc[counted]
+        weighted.append(df[["estimate_source", "duration_us"]].assign(duration_us=df["duration_us"] * members[rank]))
     return {str(k): float(v) for k, v in source_shares(pd.concat(weighted, ignore_index=True)).items()}
 
 

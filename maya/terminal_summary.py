@@ -43,7 +43,7 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
     if d.get("top_ops"):
         if d.get("from_iteration", 0) >= 1:
             lines.append(_row("", "(share of GPU time over all ranks in the iterations after the first, "
-                                  "which also holds set-up; estimates too)"))
+                                  "which holds the set-up; estimates too)"))
         else:
             lines.append(_row("", "(share of GPU time over all ranks and iterations)"))
     if sources := d.get("estimate_sources"):

@@ -31,6 +31,10 @@ class SimulationResult:
     """The first iteration `breakdown`, `top_ops` and `top_modules` count: 1 (the steady state,
     without the first iteration's set-up) when there is GPU work after the first iteration end, else 0
     (the whole run)."""
+    to_iteration: dict[int, int]
+    """Representative rank -> one past the last iteration that `breakdown`, `top_ops` and
+    `top_modules` count: the iterations it completed (work after its last iteration end, such as a
+    final evaluation or checkpoint, is in none), 1 for a trace without iteration ends."""
     timelines: dict[int, pa.Table]
     """Representative rank -> one row per trace row: seq, iteration, kind, op, module, stream,
     host_start_us, issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""

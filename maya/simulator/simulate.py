@@ -112,7 +112,7 @@ def _result(
         is_end = kind == ITERATION_END
         # Iteration k holds the rows up to and including the k-th iteration end (0-based).
         iteration = (np.cumsum(is_end) - is_end).astype(np.int32)
-        rows[rank] = (is_compute, is_comm, issue, start, end, iteration, final_us)
+        rows[rank] = (is_compute, is_comm, issue, start, end, iteration, final_us, int(is_end.sum()))
         timelines[rank] = pa.table({
             "seq": tr.labels.column("seq"),
             "iteration": pa.array(iteration, pa.int32()),
@@ -125,18 +125,22 @@ def _result(
             "start_us": start,
             "end_us": end,
         })
-    # The steady state: the iterations after the first, when any rank has GPU work in them (the
-    # first also holds the script's set-up, such as copying the model to the GPU).
-    first = int(any(((c | m) & (it >= 1)).any() for c, m, _, _, _, it, _ in rows.values()))
-    for rank, (is_compute, is_comm, issue, start, end, iteration, final_us) in rows.items():
-        keep = iteration >= first
+    # The steady state: the whole iterations after the first, when any rank has GPU work in them
+    # (the first also holds the script's set-up, such as copying the model to the GPU). Work after a
+    # rank's last iteration end (a final evaluation, a checkpoint) is in no iteration: left out.
+    stop = {rank: r[7] or 1 for rank, r in rows.items()}  # iterations kept: < stop (a trace without ends is one)
+    first = int(any(((c | m) & (it >= 1) & (it < stop[rank])).any()
+                    for rank, (c, m, _, _, _, it, _, _) in rows.items()))
+    for rank, (is_compute, is_comm, issue, start, end, iteration, final_us, n_ends) in rows.items():
+        keep = (iteration >= first) & (iteration < stop[rank])
         window_start = float(ends[rank][0]) if first else 0.0
+        window_end = float(ends[rank][-1]) if n_ends else final_us
         breakdown[rank] = rank_breakdown(
-            rank=rank, members=members[rank], total_us=max(final_us - window_start, 0.0),
+            rank=rank, members=members[rank], total_us=max(window_end - window_start, 0.0),
             is_compute=is_compute[keep], is_comm=is_comm[keep], issue_us=issue[keep], start_us=start[keep],
             end_us=end[keep], window_start_us=window_start,
         )
-    top_ops, top_modules = _top(timelines, members, first)
+    top_ops, top_modules = _top(timelines, members, first, stop)
     return SimulationResult(
         world_size=len(representative),
         iteration_times_us=iteration_times_us(ends),
@@ -145,19 +149,24 @@ def _result(
         top_ops=top_ops,
         top_modules=top_modules,
         from_iteration=first,
+        to_iteration=stop,
         timelines=timelines,
         rank_to_representative=representative,
         events_handled=events_handled,
     )
 
 
-def _top(timelines: dict[int, pa.Table], members: Counter, first: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """GPU time per op and per module of iterations `first` on, summed over every rank of the job
-    (representatives weighted)."""
+def _top(
+    timelines: dict[int, pa.Table], members: Counter, first: int, stop: dict[int, int]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """GPU time per op and per module of iterations `first` to `stop[rank]` (exclusive), summed over
+    every rank of the job (representatives weighted)."""
     parts = []
     for rank, timeline in timelines.items():
         kind = timeline.column("kind").combine_chunks()
-        keep = pc.and_(pc.less_equal(kind.indices, COLLECTIVE), pc.greater_equal(timeline.column("iteration"), first))
+        iteration = timeline.column("iteration")
+        keep = pc.and_(pc.less_equal(kind.indices, COLLECTIVE),
+                       pc.and_(pc.greater_equal(iteration, first), pc.less(iteration, stop[rank])))
         gpu = timeline.filter(keep)
         weight = members[rank]
         parts.append(pa.table({

@@ -105,3 +105,20 @@ def test_another_machines_host_figures_replace_the_shipped_ones(gpt_run):
     assert priced[0]["duration_us"].equals(shipped[0]["duration_us"])
     assert all(s >= b for s, b in zip(slow.iteration_times_us, base.iteration_times_us))
     assert sum(slow.iteration_times_us) > sum(base.iteration_times_us)
+
+
+def test_estimate_sources_leave_out_work_after_the_last_iteration(gpt_run):
+    # The GPT trace, then a 10 GiB copy after its last iteration end that only roofline can time (a
+    # checkpoint written to the host): the sources of the steady state are the steps' alone.
+    _, trace_dir = gpt_run
+    table = read_rank_trace(trace_dir, 0)
+    rows = table.to_pylist()
+    ends = sum(row["kind"] == "iteration_end" for row in rows)
+    tail = {**rows[-1], "seq": rows[-1]["seq"] + 1, "iteration": ends, "kind": "kernel",
+            "op": "aten::unmodelled_tail_op", "bytes": 10 << 30, "flops": 0.0}
+    with_tail = pa.concat_tables([table, pa.Table.from_pylist([tail], schema=TRACE_SCHEMA)])
+    before, after = predict({0: table}, "h200"), predict({0: with_tail}, "h200")
+    assert after.iteration_ms == pytest.approx(before.iteration_ms)
+    assert after.source_shares == pytest.approx(before.source_shares)
+    assert after.breakdown == pytest.approx(before.breakdown)
+    assert [r["op"] for r in after.top_ops] == [r["op"] for r in before.top_ops]

@@ -88,7 +88,7 @@ def test_terminal_summary_one_page():
     host_bound = {"compute_ms": 60.0, "exposed_comm_ms": 0.0, "host_bound_ms": 30.0, "idle_ms": 10.0}
     assert "host-bound: the host's CPU sets part of this step" in terminal_summary(
         _summary(extra=_extra(breakdown_ms=host_bound)))
-    assert ("(share of GPU time over all ranks in the iterations after the first, which also holds set-up; "
+    assert ("(share of GPU time over all ranks in the iterations after the first, which holds the set-up; "
             "estimates too)") in steady
 
 
