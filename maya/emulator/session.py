@@ -37,8 +37,10 @@ from maya.emulator.out_of_memory import install_deferred_errors
 from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder, pause_during_sharding_propagation
 from maya.emulator.rnn import install_rnn
+from maya.emulator.safetensors_files import install_safetensors
 from maya.emulator.sdpa import install_sdpa
 from maya.emulator.state import EmulationState, RankConfig
+from maya.emulator.storage_addresses import install_storage_addresses
 from maya.emulator.storage_resize import install_storage_resize
 from maya.emulator.torch_caches import clear_distributed_caches, install_mesh_identity
 
@@ -77,6 +79,7 @@ class EmulationSession:
             install_data_constructors(patcher)
             install_generators(patcher)
             install_checkpoints(patcher)
+            install_safetensors(patcher)
             install_flex_attention(Recorder)
             _patch_movement(patcher)
             _patch_lazy_parameters(patcher)
@@ -90,6 +93,7 @@ class EmulationSession:
             install_distributed(patcher)
             install_mesh_identity(patcher)
             install_storage_resize(patcher, state)
+            install_storage_addresses(patcher, state)
             install_deferred_errors(patcher, state)
             self._hooks = _install_optimizer_hooks(state, self._tracker)
             _patch_checkpoint(patcher, state, self._tracker)
