@@ -70,6 +70,26 @@ def _op_name(func: torch._ops.OpOverload) -> str:
     return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
 
 
+@functools.cache
+def _functional_overload(func: torch._ops.OpOverload) -> tuple[str, frozenset] | None:
+    """(name, out argument names) of the functional op an `out=` overload computes (`aten::mm.out` ->
+    `aten::mm`, `aten::sum.IntList_out` -> `aten::sum.dim_IntList`), None for other ops: on a GPU the
+    same kernel runs either way and profilers name it by the functional op, so the trace does too and
+    the out tensors, which the kernel writes, are not recorded among its inputs."""
+    schema = func._schema
+    outs = frozenset(a.name for a in schema.arguments if a.is_out)
+    if not outs or func.namespace != "aten":
+        return None
+    wanted = [a.name for a in schema.arguments if not a.is_out]
+    packet = getattr(torch.ops.aten, schema.name.split("::", 1)[1])
+    for overload in packet.overloads():
+        candidate = getattr(packet, overload)._schema
+        if [a.name for a in candidate.arguments] == wanted and not any(a.is_out for a in candidate.arguments) \
+                and not candidate.is_mutable:
+            return _op_name(getattr(packet, overload)), outs
+    return None
+
+
 METADATA_OPS = frozenset({"aten::_unsafe_view", "aten::lift_fresh", "aten::alias"})
 """Ops whose schema does not mark them as views but which only make new tensor metadata."""
 
@@ -358,6 +378,10 @@ class Recorder(TorchDispatchMode):
         if func.namespace in COLLECTIVE_NAMESPACES:
             record_functional_collective(func, args, kwargs, out)
             return out
+        if (functional := _functional_overload(func)) is not None:
+            name, out_names = functional
+            kwargs = {k: v for k, v in kwargs.items() if k not in out_names}
+            inputs = flatten_tensors(args, kwargs)
         if name in COPY_OPS and self._record_copy(name, args, kwargs, inputs, outputs, phase, module):
             return out
         attrs, input_metas = encode_call(args, kwargs)
