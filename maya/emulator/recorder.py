@@ -37,6 +37,7 @@ from maya.emulator.ctc_loss import ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
 from maya.emulator.generators import without_emulated_generator
+from maya.emulator.grouped_mm import grouped_mm_fallback, grouped_mm_falls_back
 from maya.emulator.host_tensors import host_ints, runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.out_of_memory import defer, in_backward, raise_out_of_memory
@@ -312,6 +313,11 @@ class Recorder(TorchDispatchMode):
                 return func(*args, **kwargs)
         if func is aten._local_scalar_dense.default or func is aten.item.default:  # item(): in inference mode
             return self._item(args[0])
+        if func is aten._grouped_mm.default and _on_gpu(args[0]) and grouped_mm_falls_back(
+                args[0], args[1], kwargs.get("out_dtype", args[4] if len(args) > 4 else None),
+                capability=self.state.config.gpu.compute_capability):
+            with self:  # CUDA's fallback: its ops are recorded one by one
+                return grouped_mm_fallback(self.values, *args, **kwargs)
         if func.namespace == "aten" and _composite(func) and name not in _LENGTH_SHAPED:
             # A composite op reaches the modes only below autograd (inference mode, a higher-order
             # operator's rule); elsewhere autograd has decomposed it already. Decompose it here too,
