@@ -1,6 +1,7 @@
 """Hugging Face transformers architectures built from small configs, each one bf16-autocast training
 step on the emulated GPU: Qwen2, Mistral (sliding window), Gemma 2, Phi-3, DeBERTa-v2 (TorchScript
-helpers), Swin, wav2vec 2.0 with CTC loss, Whisper, CLIP. The test runs it under `maya emulate` and
+helpers), Swin, wav2vec 2.0 with CTC loss, Whisper, CLIP, Mixtral (float32 experts under autocast: CUDA's
+grouped-GEMM fallback). The test runs it under `maya emulate` and
 expects every case to run; a case that fails prints its name and error."""
 
 import torch
@@ -23,6 +24,8 @@ cases = {
  "qwen2": lambda: lm(tf.Qwen2Config, tf.Qwen2ForCausalLM, num_key_value_heads=2),
  "mistral": lambda: lm(tf.MistralConfig, tf.MistralForCausalLM, num_key_value_heads=2, sliding_window=32),
  "gemma2": lambda: lm(tf.Gemma2Config, tf.Gemma2ForCausalLM, num_key_value_heads=2, head_dim=32),
+ "mixtral": lambda: lm(tf.MixtralConfig, tf.MixtralForCausalLM, num_key_value_heads=2, num_local_experts=4,
+                       num_experts_per_tok=2),
  "phi3": lambda: lm(tf.Phi3Config, tf.Phi3ForCausalLM, num_key_value_heads=2, pad_token_id=0, bos_token_id=1, eos_token_id=2),
  "deberta_v2": lambda: (lambda m: m(input_ids=torch.randint(0, 1000, (2, 64), device=d), labels=torch.randint(0, 2, (2,), device=d)).loss.backward())(
      tf.DebertaV2ForSequenceClassification(tf.DebertaV2Config(vocab_size=1000, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4)).to(d)),
