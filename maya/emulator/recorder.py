@@ -166,20 +166,21 @@ def _non_strided_gpu_layouts(out: object) -> set:
     return {t.layout for t in out if isinstance(t, torch.Tensor) and t.layout is not torch.strided and _on_gpu(t)}
 
 
-def _unique_dim(name: str, args: tuple, kwargs: dict) -> int | None:
-    """The `dim` of a `unique_consecutive(self, return_inverse, return_counts, dim)` call (`_unique2`
-    has none): uniques along a dimension are rows, not elements, and are left unsupported."""
-    if name != "aten::unique_consecutive":
-        return None
-    return args[3] if len(args) > 3 else kwargs.get("dim")
+_UNIQUE_ARGS = {
+    "aten::_unique2": ((), 2), "aten::unique_consecutive": ((3, "dim"), 1),
+    "aten::unique_dim": ((1, "dim"), 3), "aten::unique_dim_consecutive": ((1, "dim"), 2),
+}
+"""Unique ops -> ((position, name) of `dim`, or none; position of `return_inverse`, `return_counts`
+following it)."""
 
 
-def _unique_flags(name: str, args: tuple, kwargs: dict) -> tuple[bool, bool]:
-    """(return_inverse, return_counts) of an `_unique2` or `unique_consecutive` call."""
-    first = 2 if name == "aten::_unique2" else 1  # _unique2(self, sorted, return_inverse, return_counts)
+def _unique_call(name: str, args: tuple, kwargs: dict) -> tuple[int | None, bool, bool]:
+    """(dim or None, return_inverse, return_counts) of a unique op's call."""
+    dim_arg, first = _UNIQUE_ARGS[name]
+    dim = (args[dim_arg[0]] if len(args) > dim_arg[0] else kwargs.get(dim_arg[1])) if dim_arg else None
     flags = [args[i] if len(args) > i else kwargs.get(key, False)
              for i, key in ((first, "return_inverse"), (first + 1, "return_counts"))]
-    return bool(flags[0]), bool(flags[1])
+    return dim, bool(flags[0]), bool(flags[1])
 
 
 HOST_FALLBACK_MAX_NUMEL = 1 << 24
@@ -553,12 +554,23 @@ class Recorder(TorchDispatchMode):
             total = values.total(x)
             if total is not None:
                 return torch.empty((total,), dtype=x.dtype, device=x._fake_device)
-        if name in ("aten::_unique2", "aten::unique_consecutive") and _unique_dim(name, args, kwargs) is None:
-            inverse, counts = _unique_flags(name, args, kwargs)
-            distinct = values.distinct_count(x)
-            return (torch.empty((distinct,), dtype=x.dtype, device=x._fake_device),
-                    torch.empty(tuple(x.shape) if inverse else (0,), dtype=torch.int64, device=x._fake_device),
-                    torch.empty((distinct if counts else 0,), dtype=torch.int64, device=x._fake_device))
+        if name in _UNIQUE_ARGS:
+            dim, inverse, counts = _unique_call(name, args, kwargs)
+            device = x._fake_device
+            if dim is None:  # over elements
+                distinct = values.distinct_count(x)
+                return (torch.empty((distinct,), dtype=x.dtype, device=device),
+                        torch.empty(tuple(x.shape) if inverse else (0,), dtype=torch.int64, device=device),
+                        torch.empty((distinct if counts else 0,), dtype=torch.int64, device=device))
+            # Along `dim`: its slices are the elements, each taken as distinct (of a 1-D tensor: as
+            # over elements, routing indices included).
+            dim = dim % max(x.dim(), 1)
+            distinct = values.distinct_count(x) if x.dim() == 1 else x.shape[dim]
+            shape = list(x.shape)
+            shape[dim] = distinct
+            return (torch.empty(shape, dtype=x.dtype, device=device),
+                    torch.empty((x.shape[dim],) if inverse else (0,), dtype=torch.int64, device=device),
+                    torch.empty((distinct if counts else 0,), dtype=torch.int64, device=device))
         if name == "aten::bincount":
             minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
             size = values.bincount_size(x, minlength)

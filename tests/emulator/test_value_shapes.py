@@ -47,3 +47,20 @@ def test_sizes_from_copied_host_values_hints_and_the_upper_bound():
     ops = [(r[KIND], r[OP]) for r in rows]
     at = ops.index(("kernel", "aten::repeat_interleave.Tensor"))
     assert ops[at + 1] == ("sync", "cuda:device_to_host")
+
+
+def test_unique_along_a_dimension_takes_every_slice_as_distinct():
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+        x = torch.randint(0, 5, (100, 3), device="cuda")
+        first = len(state.rows)
+        rows, inverse, counts = torch.unique(x, dim=0, return_inverse=True, return_counts=True)
+        assert (tuple(rows.shape), tuple(inverse.shape), tuple(counts.shape)) == ((100, 3), (100,), (100,))
+        assert tuple(torch.unique(x, dim=-1, sorted=False).shape) == (100, 3)
+        columns, column_counts = torch.unique_consecutive(x, dim=1, return_counts=True)
+        assert (tuple(columns.shape), tuple(column_counts.shape)) == ((100, 3), (3,))
+        # Along the only dimension of routing indices: as over their elements, every choice once.
+        picks = torch.randn(64, 4, device="cuda").argmax(-1)
+        assert tuple(torch.unique(picks, dim=0).shape) == (4,)
+        ops = [(r[KIND], r[OP]) for r in state.rows[first:]]
+    at = ops.index(("kernel", "aten::unique_dim"))
+    assert ops[at + 1] == ("sync", "cuda:device_to_host")
