@@ -42,7 +42,7 @@ from maya.emulator.sdpa import install_sdpa
 from maya.emulator.state import EmulationState, RankConfig
 from maya.emulator.storage_addresses import install_storage_addresses
 from maya.emulator.storage_resize import install_storage_resize
-from maya.emulator.torch_caches import clear_distributed_caches, install_mesh_identity
+from maya.emulator.torch_caches import clear_distributed_caches, install_mesh_identity, reset_library_singletons
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,7 @@ class EmulationSession:
         self._patcher.restore()
         set_user_device_index(0)
         clear_distributed_caches()
+        reset_library_singletons()
         st.pop()
 
 

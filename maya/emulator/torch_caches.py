@@ -12,6 +12,11 @@ registered under the name 5").
   test backend's ranks apart, so no cache entry of one emulation matches a mesh of another.
 - `clear_distributed_caches`, at the end of an emulation, frees what the caches hold (the C++
   cache of the autograd worker thread cannot be reached from here; its stale entries never match).
+- `reset_library_singletons`, at the end of an emulation, empties the process-wide state that
+  libraries keep of the distributed run they set up. Hugging Face accelerate's `PartialState`,
+  `AcceleratorState` and `GradientState` (which `Accelerator` and transformers' `Trainer` use) share
+  one dict per class: left filled, the next emulation in the process found its process group
+  "initialized" and never created one, and DDP then failed for want of a default group.
 """
 
 from __future__ import annotations
@@ -80,3 +85,18 @@ def _clear(value: Any) -> None:
     function = value.__func__ if type(value) in (staticmethod, classmethod) else value
     if type(function) is functools._lru_cache_wrapper:  # what lru_cache and cache return
         function.cache_clear()
+
+
+LIBRARY_SINGLETONS = {"accelerate.state": ("PartialState", "AcceleratorState", "GradientState")}
+"""Loaded module -> classes whose instances share one `_shared_state` dict (the Borg pattern)."""
+
+
+def reset_library_singletons() -> None:
+    """Empty the shared state of `LIBRARY_SINGLETONS` whose modules are loaded (what their own
+    `_reset_state` does); imports nothing."""
+    for module_name, classes in LIBRARY_SINGLETONS.items():
+        module = sys.modules.get(module_name)
+        for name in classes if module is not None else ():
+            shared = getattr(getattr(module, name, None), "_shared_state", None)
+            if shared is not None:
+                shared.clear()
