@@ -300,6 +300,13 @@ class Recorder(TorchDispatchMode):
             device = kwargs.get("device")
             if device is not None and is_cuda_like(device):
                 kwargs = {**kwargs, "device": INTERNAL_DEVICE}
+            if kwargs.get("pin_memory") and not self.paused:
+                # A factory asked for pinned host memory (torch.empty(..., pin_memory=True), DDP's
+                # reducer): made unpinned, and remembered as pinned, so is_pinned() holds.
+                out = self._dispatch(func, types, args, {**kwargs, "pin_memory": False})
+                if isinstance(out, torch.Tensor):
+                    _remember(self._pinned, out)
+                return out
             if kwargs.get("pin_memory"):
                 kwargs = {**kwargs, "pin_memory": False}
         if self.paused:

@@ -231,3 +231,24 @@ def test_host_profile_prices_a_multi_rank_prediction(tmp_path, slow_host_profile
                         host_profile=slow_host_profile)
     assert shipped.exit_code == 0 and slow.exit_code == 0, (shipped.error, slow.error)
     assert slow.world_size == 2 and slow.median_iteration_ms > 1.5 * shipped.median_iteration_ms
+
+
+def test_accelerate_ranks_emulated_one_after_another_in_one_process(tmp_path):
+    # accelerate keeps its distributed state in class-wide dicts: left over from rank 0, rank 1 found
+    # its process group "initialized", made none, and DDP failed for want of a default group.
+    s = maya.emulate(SCRIPTS / "accelerate_ddp.py", [str(tmp_path / "state")], nproc_per_node=2,
+                     trace_dir=tmp_path / "t", in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    assert s.emulated_ranks == [0, 1] and len(s.iterations) == 2  # 4 micro-batches per rank, 2 per step
+    assert all(it.time_ms > 0 for it in s.iterations)
+    assert _collectives(tmp_path / "t", 1, "all_reduce")  # DDP's gradient all-reduce on rank 1 too
+
+
+def test_ddp_find_unused_parameters_runs_and_all_reduces_the_used_map(tmp_path):
+    # The reducer stages its map of used parameters in pinned host memory and asserts that it is
+    # pinned: the emulation's factories asked for pinned memory now count as pinned.
+    s = maya.emulate(SCRIPTS / "ddp_find_unused.py", [], nproc_per_node=2, trace_dir=tmp_path / "t", in_process=True,
+                     dedup=False)
+    assert s.exit_code == 0, s.error
+    used_map = [c for c in _collectives(tmp_path / "t", 0, "all_reduce") if c["input_dtypes"] == ["int32"]]
+    assert [c["message_bytes"] for c in used_map] == [4 * 4]  # one int32 per parameter tensor
