@@ -163,12 +163,14 @@ def _emulate_world(
     from maya.predict import predict
     from maya.trace.dataset import write_traces_dataset
     from maya.world import RankFailedError, emulate_world
+    from maya.world.world_emulation import completed_iterations, through_iteration
 
     try:
         world = emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
             verify_dedup=verify_dedup, progress=progress, variant_families=variant_families, in_process=in_process,
             max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks, rank_classes=rank_classes,
+            late_failures=True,
         )
     except RankFailedError as e:
         failed = e.result
@@ -183,12 +185,26 @@ def _emulate_world(
     else:
         write_traces_dataset(trace_dir, {r: res.table for r, res in world.results.items()})
     tables = {r: world.results[r].table for r in reps}
+    # Ranks whose script failed after whole iterations (a final checkpoint it cannot write, say): the
+    # iterations every representative completed are timed; the trace stays incomplete (no meta.json).
+    failed = sorted((res for res in world.results.values() if res.exit_code), key=lambda res: res.rank)
+    if failed:
+        whole = min(completed_iterations(t) for t in tables.values())
+        first = failed[0]
+        if whole < 1:
+            return EmulationSummary(
+                world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=[], oom=first.oom,
+                trace_dir=str(trace_dir), exit_code=first.exit_code or 1, error=f"[rank {first.rank}] {first.error}",
+            )
+        tables = {r: through_iteration(t, whole) for r, t in tables.items()}
     prediction = predict(
         tables, gpu, cluster=cluster or _launch_cluster(gpu, world_size, local_world_size),
         rank_to_representative=world.rank_to_representative, trace_dir=trace_dir, host_per_op_us=host_per_op_us,
     )
     slowest = world.rank_to_representative[prediction.slowest_rank]
     iterations = _iterations(world.results[slowest].iterations, tables[slowest])
+    if failed:
+        iterations = iterations[:whole]
     times = prediction.iteration_ms
     iterations = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
     members: dict[int, list[int]] = {}
@@ -202,6 +218,12 @@ def _emulate_world(
         },
         "emulation_s": {str(r): round(res.emulation_s, 2) for r, res in sorted(world.results.items())},
     }
+    if failed:
+        return EmulationSummary(
+            world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations, oom=False,
+            trace_dir=str(trace_dir), extra=extra, exit_code=failed[0].exit_code or 1,
+            error=f"[rank {failed[0].rank}] {failed[0].error}",
+        )
     write_meta(trace_dir, {
         "world_size": world_size, "gpu": gpu, "emulated_ranks": reps, "script": str(script), "args": list(args),
         "rank_to_representative": {str(r): rep for r, rep in world.rank_to_representative.items()},

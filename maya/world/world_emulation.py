@@ -66,6 +66,21 @@ class RankCheckStop(RuntimeError):
         self.result = result
 
 
+def completed_iterations(table) -> int:
+    """Iterations a rank's trace completed: its `iteration_end` rows."""
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.equal(table.column("kind"), "iteration_end")).as_py() or 0)
+
+
+def through_iteration(table, count: int):
+    """The rows of a rank's trace up to and including its `count`-th `iteration_end` row."""
+    import pyarrow.compute as pc
+
+    ends = pc.indices_nonzero(pc.equal(table.column("kind"), "iteration_end")).to_pylist()
+    return table.slice(0, ends[count - 1] + 1) if 0 < count <= len(ends) else table.slice(0, 0)
+
+
 RankCheck = Callable[[RankResult], "str | None"]
 """Called with every emulated rank's result; a returned reason ends the emulation (`RankCheckStop`)."""
 
@@ -103,13 +118,14 @@ class _InProcessRunner:
 
     def __init__(self, script: str, args: list[str], gpu: str, world_size: int, local_world_size: int,
                  progress: Callable[[str], None], after_rank: RankCheck | None = None,
-                 first_ranks: Sequence[int] = ()) -> None:
+                 first_ranks: Sequence[int] = (), late_failures: bool = False) -> None:
         self.call = (script, list(args), gpu)
         self.world_size = world_size
         self.local_world_size = local_world_size
         self.progress = progress
         self.after_rank = after_rank
         self.first_ranks = {rank: i for i, rank in enumerate(first_ranks)}
+        self.late_failures = late_failures
 
     def ordered(self, ranks: Iterable[int]) -> list[int]:
         """`ranks` without repeats: those of `first_ranks` first, in its order, then the rest descending.
@@ -126,7 +142,11 @@ class _InProcessRunner:
     def finished(self, result: RankResult) -> RankResult:
         """Check one emulated rank: its script's exit, then the caller's `after_rank`."""
         if result.exit_code != 0:
-            raise RankFailedError(result)
+            whole = completed_iterations(result.table)
+            if not (self.late_failures and not result.oom and whole >= 1):
+                raise RankFailedError(result)
+            last = (result.error or "").strip().splitlines()[-1:] or ["no traceback"]
+            self.progress(f"  rank {result.rank} failed after {whole} whole iteration(s), which are kept: {last[0]}")
         self.progress(f"  rank {result.rank} emulated in {result.emulation_s:.1f} s ({result.table.num_rows} trace rows)")
         reason = self.after_rank(result) if self.after_rank is not None else None
         if reason is not None:
@@ -199,6 +219,7 @@ def emulate_world(
     after_rank: RankCheck | None = None,
     first_ranks: Sequence[int] = (),
     rank_classes: Mapping[int, int] | None = None,
+    late_failures: bool = False,
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -228,9 +249,13 @@ def emulate_world(
             that emulation's `variant_families`: only the representatives are emulated, rank 0 among
             them in `first_ranks` order rather than first, and rank 0's group table must give the
             same classes (else RuntimeError). None: rank 0 first, then the classes it implies.
+        late_failures: a rank whose script fails after whole iterations (not out of memory) is
+            kept, with its `exit_code` and `error`, instead of ending the emulation: the caller
+            times the iterations every rank completed (`completed_iterations`, `through_iteration`).
 
     Raises:
-        RankFailedError: the script failed on a rank (its traceback and rank are in the message).
+        RankFailedError: the script failed on a rank (its traceback and rank are in the message);
+            with `late_failures`, only within its first iteration or out of memory.
         ActorDiedError: an emulation process died twice.
         DedupMismatchError: `verify_dedup` found two members of a class with different traces.
         TooManyRankClassesError: more rank classes than `max_rank_classes`.
@@ -243,7 +268,7 @@ def emulate_world(
         ensure_ray()
     runner = _InProcessRunner if in_process else _RankRunner
     pool = runner(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress,
-                  after_rank, first_ranks)
+                  after_rank, first_ranks, late_failures)
     if not dedup:
         results = pool.run(range(world_size), "every rank")
         return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})

@@ -12,6 +12,7 @@ import pytest
 
 import maya
 from maya.cli.main import main
+from maya.terminal_summary import terminal_summary
 from maya.trace import read_meta, read_rank_trace
 from maya.world import ActorDiedError, DedupMismatchError, TooManyRankClassesError
 
@@ -252,3 +253,14 @@ def test_ddp_find_unused_parameters_runs_and_all_reduces_the_used_map(tmp_path):
     assert s.exit_code == 0, s.error
     used_map = [c for c in _collectives(tmp_path / "t", 0, "all_reduce") if c["input_dtypes"] == ["int32"]]
     assert [c["message_bytes"] for c in used_map] == [4 * 4]  # one int32 per parameter tensor
+
+
+@pytest.mark.parametrize("where", ["all", "zero"])
+def test_a_script_failing_after_whole_iterations_still_gets_their_times(tmp_path, where):
+    s = maya.emulate(SCRIPTS / "fails_after_steps.py", [where], nproc_per_node=2, trace_dir=tmp_path / "t",
+                     in_process=True)
+    assert s.exit_code == 1 and s.error.startswith("[rank 0]") and "No space left on device" in s.error
+    assert len(s.iterations) == 3 and all(it.time_ms > 0 for it in s.iterations)
+    assert "completed before the script failed" in terminal_summary(s)
+    # The trace stays incomplete: `maya simulate` refuses a directory without meta.json.
+    assert not (tmp_path / "t" / "meta.json").exists()
