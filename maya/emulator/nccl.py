@@ -85,6 +85,9 @@ class NcclRuntime:
 
     def issue(self, call: CommCall, *, async_op: bool) -> int:
         """Record `call` (or add it to its group's open batch); returns the end event id (-1 if batched)."""
+        if self.state.values is not None:
+            for t in call.outputs:  # the call writes them: values known before are not any more
+                self.state.values.written(t)
         batch = self.batches.get(call.group_name)
         if batch is not None:
             batch.calls.append(call)

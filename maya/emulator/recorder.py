@@ -268,7 +268,7 @@ class Recorder(TorchDispatchMode):
         """id(tensor) -> weak reference, for host tensors pinned with pin_memory()."""
         self._all_results: dict[int, weakref.ref] = {}
         """id(tensor) -> weak reference, for boolean results of `all` reductions (placeholder True)."""
-        self.values = ValueHints()
+        self.values = state.values = ValueHints()
         """Uniform-routing hints about fake values: sizes of `nonzero` and friends, `.item()` answers."""
         self.paused = 0
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""

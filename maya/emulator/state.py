@@ -80,6 +80,9 @@ class EmulationState:
     dispatched_ops: int = 0
     nccl: object = None
     """The rank's `NcclRuntime` (streams, sequence numbers, pending calls), set by the session."""
+    values: object = None
+    """The recorder's `ValueHints`: collectives, which write their outputs without an aten op, tell
+    it (`ValueHints.written`)."""
     deferred_error: BaseException | None = None
     """The first out-of-memory error or tensor hook's exception raised inside a backward pass, re-raised
     when backward returns (`maya.emulator.out_of_memory`)."""

@@ -18,6 +18,14 @@ over [0, C). Three facts follow and are propagated through views, copies and dty
 `nonzero` then returns round(numel * density) rows: top-k of E experts over N tokens gives each
 expert N * k / E tokens, the mean load a balanced router reaches. A tensor with no hint keeps
 the old placeholder (every element selected).
+
+Some values are known exactly (`exact`): GPU copies of small host tensors, factories' (`ones`,
+`full`, `arange`), and the small results of deterministic aten ops whose every fake input is known,
+computed on the host with the same op, in place too (foreach ops included: an optimizer's step
+counts). They answer `.item()` and give sizes. A write by an op on unknown values, or by a
+collective (`written`), forgets every known tensor of that storage, views included. `isin` of
+unknown values is known: no element is found (`NOT_FOUND_OPS`), so Hugging Face `generate`'s stopping
+flags stay computable and the loop ends at its length limit instead of never.
 """
 
 from __future__ import annotations
@@ -35,6 +43,22 @@ aten = torch.ops.aten
 
 EXACT_MAX_NUMEL = 1 << 16
 """Largest host tensor whose values a GPU copy keeps (as `host_tensors.HOST_REAL_MAX_NUMEL`)."""
+
+COMPUTED_MAX_NUMEL = 1 << 12
+"""Largest integer or boolean output of an op on the GPU whose values are computed (on the host) from
+known inputs: the flags, counters and positions that steer a script's control flow."""
+
+COMPUTED_MAX_FLOAT_NUMEL = 16
+"""Largest floating-point output computed so: scalars (a loss scale), not weights or activations."""
+
+FACTORIES = frozenset({"aten::ones", "aten::zeros", "aten::full", "aten::ones_like", "aten::zeros_like",
+                       "aten::full_like", "aten::scalar_tensor", "aten::arange", "aten::arange.start",
+                       "aten::arange.start_step"})  # fmt: skip
+"""Ops that make a tensor whose values follow from their arguments alone."""
+
+NOT_FOUND_OPS = frozenset({"aten::isin.Tensor_Tensor", "aten::isin.Tensor_Scalar", "aten::isin.Scalar_Tensor"})
+"""Membership tests: where the elements tested are not known, no element is among the values
+(no generated token is an end-of-sequence token: generation runs to its length limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +93,140 @@ class ValueHints:
 
     def __init__(self) -> None:
         self._hints: dict[int, tuple[weakref.ref, Hint]] = {}
-        self._exact: dict[int, tuple[weakref.ref, torch.Tensor]] = {}
-        """GPU tensors copied from small host tensors (`torch.tensor([...], device="cuda")`): their
-        values, until an op writes to them. Shapes only read them (`total`, `distinct_count`)."""
+        self._exact: dict[int, tuple[weakref.ref, torch.Tensor, int]] = {}
+        """Fake tensors whose values are known, with a host copy of them and their storage: GPU
+        copies of small host tensors (`torch.tensor([...], device="cuda")`), factories (`torch.ones`,
+        `torch.full`, `torch.arange`) and small results of ops on known values (`computed`), until
+        an op writes to their storage."""
+        self._exact_storages: dict[int, set[int]] = {}
+        """Storage -> the keys of `_exact` whose tensors it holds (a write to it forgets them)."""
 
     def exact(self, t: object) -> torch.Tensor | None:
-        """The host copy of `t`'s values where they are known exactly, else None."""
+        """The host copy of `t`'s values where they are known exactly, else None (also once `t` has
+        another storage: `param.data = other` swaps it without an op)."""
         entry = self._exact.get(id(t))
-        return entry[1] if entry is not None and entry[0]() is t else None
+        if entry is None or entry[0]() is not t or t.untyped_storage()._cdata != entry[2]:
+            return None
+        return entry[1]
+
+    def _set_exact(self, t: FakeTensor, values: torch.Tensor) -> None:
+        key, exact, storages = id(t), self._exact, self._exact_storages
+        self._forget(key)
+        storage = t.untyped_storage()._cdata
+
+        def dead(_ref: object) -> None:
+            entry = exact.get(key)
+            if entry is not None and entry[0] is ref:
+                self._forget(key)
+
+        ref = weakref.ref(t, dead)
+        exact[key] = (ref, values, storage)
+        storages.setdefault(storage, set()).add(key)
+
+    def _forget(self, key: int) -> None:
+        entry = self._exact.pop(key, None)
+        if entry is not None:
+            keys = self._exact_storages.get(entry[2])
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._exact_storages[entry[2]]
+
+    def written(self, t: object) -> None:
+        """`t` was written to: every known tensor sharing its storage (views included) is forgotten."""
+        if isinstance(t, FakeTensor) and self._exact_storages:
+            for key in list(self._exact_storages.get(t.untyped_storage()._cdata, ())):
+                self._forget(key)
+
+    def _in_place(self, func, args: tuple, kwargs: dict) -> None:
+        """A write: what it writes is forgotten, unless the op writes its first argument (a tensor, or
+        a list of them: a foreach op, as an optimizer counts its steps) from known values only, small
+        ones, and is then computed on the host."""
+        first = args[0] if args else None
+        targets = first if isinstance(first, (list, tuple)) else [first]
+        host = host_kwargs = None
+        if _writes_first(func) and all(isinstance(t, FakeTensor) and t.numel() <= _computed_limit(t.dtype)
+                                       for t in targets):
+            host = self._host_values(args, False)
+            host_kwargs = self._host_values(kwargs, False) if host is not None else None
+        for a in _written_arguments(func, args, kwargs):
+            self.written(a)
+        if host_kwargs is None:
+            return
+        try:
+            with unset_fake_temporarily():
+                clones = [t.clone() for t in (host[0] if isinstance(first, (list, tuple)) else [host[0]])]
+                host[0] = clones if isinstance(first, (list, tuple)) else clones[0]
+                func(*host, **host_kwargs)
+        except Exception:  # the host cannot run it on these values: they stay unknown
+            return
+        for t, values in zip(targets, clones):
+            self._set_exact(t, values)
+
+    def _computed(self, name: str, func, args: tuple, kwargs: dict, out: object) -> None:
+        """Values of `out` computed on the host when every fake tensor among the inputs is known (or
+        for a factory, needs none), the op is deterministic, and every output is small."""
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if not outs or not all(isinstance(o, FakeTensor) and o.numel() <= _computed_limit(o.dtype) for o in outs):
+            return
+        if name not in FACTORIES and not any(isinstance(a, FakeTensor) for a in _flat(args)):
+            return  # no known input, and not a factory (`empty` makes no values)
+        if name in NOT_FOUND_OPS:
+            first = args[0] if args else None
+            if isinstance(first, FakeTensor) and self.exact(first) is None:
+                with unset_fake_temporarily():
+                    self._set_exact(out, torch.zeros(tuple(out.shape), dtype=torch.bool))
+                return
+        if func.namespace != "aten" or torch.Tag.nondeterministic_seeded in func.tags:
+            return  # collectives (c10d_functional) and random ops: not run on the host
+        like = name.endswith("_like")
+        host_args = self._host_values(args, like)
+        host_kwargs = self._host_values(kwargs, False)
+        if host_args is None or host_kwargs is None:
+            return
+        if "device" in host_kwargs:
+            host_kwargs["device"] = torch.device("cpu")
+        host_kwargs.pop("pin_memory", None)
+        try:
+            with unset_fake_temporarily():
+                result = func(*host_args, **host_kwargs)
+                results = result if isinstance(result, (tuple, list)) else (result,)
+                values = [r.clone() if isinstance(r, torch.Tensor) else None for r in results]
+        except Exception:  # an op the host cannot run on these values: they stay unknown
+            return
+        for o, v in zip(outs, values):
+            if v is not None and tuple(v.shape) == tuple(o.shape):
+                self._set_exact(o, v)
+
+    def _host_values(self, tree, like: bool):
+        """`tree` (args or kwargs) with each fake tensor replaced by the host copy of its values; None
+        when one is not known. For a `*_like` factory, its first argument stands by shape only."""
+        if isinstance(tree, dict):
+            out = {}
+            for k, v in tree.items():
+                h = self._host_values([v], False)
+                if h is None:
+                    return None
+                out[k] = h[0]
+            return out
+        out = []
+        for i, v in enumerate(tree):
+            if isinstance(v, FakeTensor):
+                if like and i == 0:
+                    with unset_fake_temporarily():
+                        v = torch.empty(tuple(v.shape), dtype=v.dtype)
+                else:
+                    v = self.exact(v)
+                    if v is None:
+                        return None
+            elif isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in v):
+                v = self._host_values(v, False)
+                if v is None:
+                    return None
+            elif isinstance(v, torch.Tensor) and v.device.type != "cpu":
+                return None
+            out.append(v)
+        return out
 
     def get(self, t: object) -> Hint | None:
         """The hint of tensor `t`, or None."""
@@ -91,12 +241,13 @@ class ValueHints:
     def observe(self, name: str, func, args: tuple, kwargs: dict, out: object) -> None:
         """Derive the hints of `out` from the op and its inputs' hints (called after every op)."""
         first = args[0] if args else None
-        if self._exact and id(first) in self._exact and _writes_first(func):
-            self._exact.pop(id(first), None)
+        if self._exact_storages and _mutable(func):
+            self._in_place(func, args, kwargs)
         if name == "aten::_to_copy" and _small_host(first) and isinstance(out, FakeTensor):
-            key, exact = id(out), self._exact
             with unset_fake_temporarily():
-                exact[key] = (weakref.ref(out, lambda _ref: exact.pop(key, None)), first.clone())
+                self._set_exact(out, first.clone())  # a GPU copy of Python data: up to EXACT_MAX_NUMEL
+        elif name in FACTORIES or name in NOT_FOUND_OPS or (self._exact and not _mutable(func)):
+            self._computed(name, func, args, kwargs, out)
         if name in INDEX_SOURCES:
             self._index_source(name, args, kwargs, out)
             return
@@ -236,6 +387,34 @@ def _small_host(t: object) -> bool:
     """A real (not fake) host tensor small enough for its GPU copy to keep its values."""
     return (isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor) and t.device.type == "cpu"
             and t.numel() <= EXACT_MAX_NUMEL)
+
+
+def _computed_limit(dtype: torch.dtype) -> int:
+    return COMPUTED_MAX_FLOAT_NUMEL if dtype.is_floating_point or dtype.is_complex else COMPUTED_MAX_NUMEL
+
+
+def _flat(args) -> list:
+    """`args` with tensor lists (`cat`'s) opened one level."""
+    flat = []
+    for a in args:
+        flat.extend(a if isinstance(a, (list, tuple)) else (a,))
+    return flat
+
+
+@functools.cache
+def _mutable(func) -> bool:
+    """Whether `func` writes to any of its arguments (in-place and out= ops)."""
+    return any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+
+
+def _written_arguments(func, args: tuple, kwargs: dict) -> list:
+    """The arguments `func` writes to."""
+    written = []
+    for i, a in enumerate(func._schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            value = args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name)
+            written.extend(value if isinstance(value, (list, tuple)) else [value])
+    return written
 
 
 @functools.cache

@@ -21,8 +21,11 @@ def test_sizes_from_copied_host_values_hints_and_the_upper_bound():
         y = torch.repeat_interleave(x, repeats, dim=0)
         assert tuple(y.shape) == (10, 2)
         rows = state.rows[first:]
-        # Written on the GPU, they are no longer known: the op is then named.
+        # Written on the GPU by an op on known values: computed, and still known.
         repeats.add_(1)
+        assert tuple(torch.repeat_interleave(x, repeats, dim=0).shape) == (14, 2)
+        # Written with unknown values, they are no longer known: the op is then named.
+        repeats.mul_(torch.randn(4, device="cuda").long())
         with pytest.raises(RuntimeError, match="Maya cannot emulate aten::repeat_interleave.Tensor"):
             torch.repeat_interleave(x, repeats, dim=0)
         # Top-2 routing of 64 tokens over 8 experts: a bincount of 128 picks, repeated back to 128 rows,
@@ -38,10 +41,13 @@ def test_sizes_from_copied_host_values_hints_and_the_upper_bound():
         assert tuple(runs[0].shape) == tuple(runs[1].shape) == (3,)
         y.sum().backward()
         assert tuple(x.grad.shape) == (4, 2)
-        # .item() of a GPU copy of a Python number is that number, until the GPU writes to it.
+        # .item() of a GPU copy of a Python number is that number, until the GPU writes to it with
+        # values Maya does not know (ops on known values are computed).
         limit = torch.tensor(7, device="cuda")
         assert limit.item() == 7 and torch.tensor(0.25, device="cuda").item() == 0.25
         limit.mul_(2)
+        assert limit.item() == 14
+        limit.add_(torch.randn((), device="cuda").long())
         assert limit.item() == 1  # the integer placeholder
     # The size is read on the host: a sync after the kernel, as on the GPU.
     ops = [(r[KIND], r[OP]) for r in rows]
@@ -64,3 +70,42 @@ def test_unique_along_a_dimension_takes_every_slice_as_distinct():
         ops = [(r[KIND], r[OP]) for r in state.rows[first:]]
     at = ops.index(("kernel", "aten::unique_dim"))
     assert ops[at + 1] == ("sync", "cuda:device_to_host")
+
+
+def test_small_values_made_on_the_gpu_are_computed_and_forgotten_when_written():
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        # Hugging Face generate's loop: unfinished = ones & ~done, stop when its max is 0.
+        unfinished = torch.ones(4, dtype=torch.long, device="cuda")
+        running = unfinished & ~torch.full((4,), False, device="cuda", dtype=torch.bool)
+        assert bool(running.max() == 0) is False
+        stopped = unfinished & ~torch.full((4,), True, device="cuda", dtype=torch.bool)
+        assert bool(stopped.max() == 0) is True
+        # No element of unknown values is among given ones (no sampled token ends a sequence).
+        tokens = torch.randn(4, 10, device="cuda").argmax(-1)
+        assert not torch.isin(tokens, torch.tensor([2], device="cuda")).any().item()
+        # Factories and arithmetic on known values; in place too.
+        steps = torch.arange(5, device="cuda")
+        assert (steps * 2).sum().item() == 20 and torch.full((), 65536.0, device="cuda").item() == 65536.0
+        steps.add_(1)
+        assert steps.sum().item() == 15
+        # A write through a view forgets the values of everything sharing its storage.
+        x = torch.tensor([1, 2, 3], device="cuda")
+        view = x[1:]
+        x[0] = 10
+        assert x.sum().item() == 1 and view.sum().item() == 1  # the integer placeholder
+        # Random values stay unknown; large results are not computed.
+        assert torch.randint(5, 6, (3,), device="cuda").sum().item() == 1
+        assert torch.ones(1 << 13, device="cuda").sum().item() == 0.0  # the float placeholder
+
+
+def test_hugging_face_generate_runs_to_its_length_limit():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                             num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, eos_token_id=2)
+        model = LlamaForCausalLM(config).cuda().eval()
+        prompt = torch.randint(3, 1000, (2, 8), device="cuda")
+        with torch.no_grad():
+            out = model.generate(prompt, max_new_tokens=12, do_sample=True, top_p=0.9)
+        assert tuple(out.shape) == (2, 20)
