@@ -183,6 +183,11 @@ def _unique_call(name: str, args: tuple, kwargs: dict) -> tuple[int | None, bool
     return dim, bool(flags[0]), bool(flags[1])
 
 
+PLACEHOLDER_READS_MAX = 50_000
+"""Reads of unknown GPU values within one iteration after which the script is stopped (a loop that
+waits on a value would never end); an evaluation loop of this many batches between two optimizer
+steps is beyond what an emulation needs."""
+
 HOST_FALLBACK_MAX_NUMEL = 1 << 24
 """Largest input (elements) of an op without a kernel for the emulated device that Maya runs on host
 stand-ins (`_run_on_host`); a larger one is named as unsupported."""
@@ -269,6 +274,8 @@ class Recorder(TorchDispatchMode):
         self._all_results: dict[int, weakref.ref] = {}
         """id(tensor) -> weak reference, for boolean results of `all` reductions (placeholder True)."""
         self.values = state.values = ValueHints()
+        self._placeholder_reads = (0, 0)
+        """(iteration, reads of unknown values in it): `_count_placeholder_read`."""
         """Uniform-routing hints about fake values: sizes of `nonzero` and friends, `.item()` answers."""
         self.paused = 0
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
@@ -526,11 +533,27 @@ class Recorder(TorchDispatchMode):
         hinted = self.values.item(t)
         if hinted is not None:
             return hinted
+        self._count_placeholder_read()
         if t.dtype is torch.bool:
             return self.reads_true(t)
         if t.is_floating_point() or t.is_complex():
             return 0.0
         return 1
+
+    def _count_placeholder_read(self) -> None:
+        """Stop a script that reads unknown values `PLACEHOLDER_READS_MAX` times within one iteration:
+        a loop waiting for a GPU value to change (`while not done.item()`) reads the same placeholder
+        forever, and would hang the emulation."""
+        iteration, reads = self._placeholder_reads
+        reads = reads + 1 if iteration == self.state.iteration else 1
+        self._placeholder_reads = (self.state.iteration, reads)
+        if reads > PLACEHOLDER_READS_MAX:
+            _, module = self.tracker.current()
+            raise UnsupportedOperation(
+                f"Maya stopped the script after {PLACEHOLDER_READS_MAX:,} reads of GPU values it does not compute "
+                f"(.item(), bool(), int()) within one iteration (module path: {module or '<top level>'}): a loop "
+                "that waits for a value to change never ends under emulation, where such reads give placeholders "
+                "(README, 'Values are not computed'); bound the loop by a count instead")
 
     def _select_all(self, func, name: str, args: tuple, kwargs: dict) -> object:
         """Data-dependent shapes: select what the value hints say (`ValueHints`), else every element.

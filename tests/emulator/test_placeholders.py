@@ -3,6 +3,7 @@ inference mode."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -64,3 +65,22 @@ def test_numpy_of_an_emulated_tensor_is_an_array_of_placeholders():
         with pytest.raises(TypeError, match="BFloat16"):  # as PyTorch: numpy has no bfloat16
             logits.bfloat16().cpu().numpy()
         assert torch.ones(3).numpy().tolist() == [1.0, 1.0, 1.0]  # a real host tensor keeps its values
+
+
+def test_a_loop_waiting_for_an_unknown_value_is_stopped_with_a_message(monkeypatch):
+    import maya.emulator.recorder as recorder
+
+    monkeypatch.setattr(recorder, "PLACEHOLDER_READS_MAX", 1000)
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        x = torch.randn(4, device="cuda")
+        with pytest.raises(RuntimeError, match="after 1,000 reads of GPU values it does not compute"):
+            while not (x > 10).any().item():  # never True under emulation: the placeholder is False
+                x = torch.randn(4, device="cuda")
+        # An optimizer step starts a new count: a training loop's loss.item() never trips it.
+        model = torch.nn.Linear(4, 4).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        opt.step()
+        for _ in range(3):
+            for _ in range(900):
+                model(x).sum().item()
+            opt.step()
