@@ -88,6 +88,8 @@ def install_distributed(patcher: Patcher) -> None:
         "broadcast_object_list": broadcast_object_list,
         "gather_object": gather_object,
         "scatter_object_list": scatter_object_list,
+        "send_object_list": send_object_list,
+        "recv_object_list": recv_object_list,
     }
     import torch.distributed.device_mesh as device_mesh
 
@@ -290,6 +292,27 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     )
     if scatter_object_input_list is not None:
         scatter_object_output_list[0] = scatter_object_input_list[pg.rank()]
+
+
+def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):
+    """send of one size per object, then of the objects' pickles back to back."""
+    pg = _group(group)
+    if pg is None:
+        return
+    peer = dst if dst is not None else pg._global(group_dst)
+    payload = sum(len(pickle.dumps(obj)) for obj in object_list)
+    for message_bytes in (_SIZE_BYTES * len(object_list), payload):
+        pg._issue("send", message_bytes=message_bytes, peer=peer, async_op=False).wait()
+
+
+def recv_object_list(object_list, src=None, group=None, device=None, group_src=None, use_batch=False):
+    """Not emulated: the objects come from another rank, which is emulated on its own."""
+    sender = src if src is not None else group_src
+    raise NotImplementedError(
+        f"torch.distributed.recv_object_list cannot be emulated: every rank is emulated on its own, so the "
+        f"objects rank {sender} sends are not known here. torch.distributed.pipelining sends its stages' shape "
+        "metadata so when a PipelineStage has no input_args (and output_args): give them, as static shapes"
+    )
 
 
 COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autograd", "_dtensor"})

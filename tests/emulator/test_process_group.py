@@ -223,3 +223,12 @@ def test_blocking_send_recv_are_recorded_as_not_async(rank0):
     assert [(r["op"], r["async_op"]) for r in p2p] == [
         ("nccl:send", False), ("nccl:send", True), ("nccl:recv", False), ("nccl:recv", True),
     ]
+
+
+def test_object_send_is_recorded_and_object_recv_is_named_as_not_emulated():
+    sender = _emulate("object_p2p.py", [], rank=0, world_size=2)
+    assert sender.exit_code == 0, sender.error
+    sends = [r for r in sender.table.to_pylist() if r["op"] == "nccl:send"]
+    assert [r["peer"] for r in sends] == [1, 1] and sends[0]["message_bytes"] == 2 * 8
+    receiver = emulate_rank(str(SCRIPTS / "object_p2p.py"), [], "h200", 1, 2, 2)
+    assert receiver.exit_code != 0 and "recv_object_list cannot be emulated" in receiver.error
