@@ -253,8 +253,9 @@ NUMPY_MAX_NUMEL = 1 << 26
 def _patch_numpy(patcher: Patcher) -> None:
     """`.numpy()` (and `numpy.asarray`) of an emulated tensor: evaluation loops hand predictions to
     numpy and scikit-learn (`preds.argmax(-1).cpu().numpy()`), and a fake tensor refused ("not
-    supported for tensor subclasses"). The answer is an array of the placeholder values `.item()`
-    gives (0.0, 1, False), of the tensor's shape and numpy dtype."""
+    supported for tensor subclasses"). The answer is an array of its values where the emulation knows
+    them (`ValueHints.exact`), else of the placeholder values `.item()` gives (0.0, 1, False), of the
+    tensor's shape and numpy dtype."""
     from torch._subclasses.fake_tensor import FakeTensor
 
     original = torch.Tensor.numpy
@@ -265,7 +266,11 @@ def _patch_numpy(patcher: Patcher) -> None:
         if self.numel() > NUMPY_MAX_NUMEL:
             raise RuntimeError(f"Maya does not make a placeholder numpy array of {self.numel():,} elements (emulated "
                                f"tensors have no values; the limit is {NUMPY_MAX_NUMEL:,})")
+        values = st.active().values if st.is_active() else None
+        known = values.exact(self) if values is not None else None
         with _disable_dispatch_modes():
+            if known is not None and tuple(known.shape) == tuple(self.shape):
+                return original(known.clone())
             host = torch.empty(tuple(self.shape), dtype=self.dtype)
             if self.dtype.is_floating_point or self.dtype.is_complex:
                 host.zero_()

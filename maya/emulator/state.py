@@ -174,6 +174,11 @@ def active() -> EmulationState:
     return _active[-1]
 
 
+def is_active() -> bool:
+    """Whether an emulation is running in this process."""
+    return bool(_active)
+
+
 def push(state: EmulationState) -> None:
     _active.append(state)
 

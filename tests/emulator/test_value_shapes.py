@@ -88,6 +88,7 @@ def test_small_values_made_on_the_gpu_are_computed_and_forgotten_when_written():
         assert (steps * 2).sum().item() == 20 and torch.full((), 65536.0, device="cuda").item() == 65536.0
         steps.add_(1)
         assert steps.sum().item() == 15
+        assert steps.cpu().numpy().tolist() == steps.tolist() == [1, 2, 3, 4, 5]
         # A write through a view forgets the values of everything sharing its storage.
         x = torch.tensor([1, 2, 3], device="cuda")
         view = x[1:]
