@@ -139,29 +139,36 @@ class ValueHints:
                 self._forget(key)
 
     def _in_place(self, func, args: tuple, kwargs: dict) -> None:
-        """A write: what it writes is forgotten, unless the op writes its first argument (a tensor, or
-        a list of them: a foreach op, as an optimizer counts its steps) from known values only, small
-        ones, and is then computed on the host."""
-        first = args[0] if args else None
-        targets = first if isinstance(first, (list, tuple)) else [first]
+        """A write: what it writes is forgotten, unless the op runs on known values only and writes
+        small positional arguments (tensors, or lists of them: foreach ops, as an optimizer counts its
+        steps; GradScaler's scale and growth tracker), which are then computed on the host. Gradient
+        unscaling finds nothing non-finite (the "nothing is wrong" placeholder): its flag stays 0."""
+        positions = _written_positions(func)
+        targets = [args[i] if i < len(args) else None for i in positions]
+        written = _written_arguments(func, args, kwargs)
         host = host_kwargs = None
-        if _writes_first(func) and all(isinstance(t, FakeTensor) and t.numel() <= _computed_limit(t.dtype)
-                                       for t in targets):
+        if positions and len(written) == sum(len(t) if isinstance(t, (list, tuple)) else 1 for t in targets) \
+                and all(isinstance(t, FakeTensor) and t.numel() <= _computed_limit(t.dtype) for t in written):
             host = self._host_values(args, False)
             host_kwargs = self._host_values(kwargs, False) if host is not None else None
-        for a in _written_arguments(func, args, kwargs):
+        for a in written:
             self.written(a)
+        if func is aten._amp_foreach_non_finite_check_and_unscale_.default and isinstance(args[1], FakeTensor):
+            with unset_fake_temporarily():
+                self._set_exact(args[1], torch.zeros(tuple(args[1].shape), dtype=args[1].dtype))
+            return
         if host_kwargs is None:
             return
         try:
             with unset_fake_temporarily():
-                clones = [t.clone() for t in (host[0] if isinstance(first, (list, tuple)) else [host[0]])]
-                host[0] = clones if isinstance(first, (list, tuple)) else clones[0]
+                for i in positions:
+                    host[i] = [t.clone() for t in host[i]] if isinstance(host[i], list) else host[i].clone()
                 func(*host, **host_kwargs)
         except Exception:  # the host cannot run it on these values: they stay unknown
             return
-        for t, values in zip(targets, clones):
-            self._set_exact(t, values)
+        for i, target in zip(positions, targets):
+            for t, values in zip(*((target, host[i]) if isinstance(target, (list, tuple)) else ([target], [host[i]]))):
+                self._set_exact(t, values)
 
     def _computed(self, name: str, func, args: tuple, kwargs: dict, out: object) -> None:
         """Values of `out` computed on the host when every fake tensor among the inputs is known (or
@@ -405,6 +412,14 @@ def _flat(args) -> list:
 def _mutable(func) -> bool:
     """Whether `func` writes to any of its arguments (in-place and out= ops)."""
     return any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+
+
+@functools.cache
+def _written_positions(func) -> tuple[int, ...]:
+    """Positions of the arguments `func` writes to, when every one of them is positional (else none)."""
+    arguments = func._schema.arguments
+    written = [(i, a) for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write]
+    return () if any(a.kwarg_only for _, a in written) else tuple(i for i, _ in written)
 
 
 def _written_arguments(func, args: tuple, kwargs: dict) -> list:

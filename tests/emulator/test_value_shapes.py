@@ -110,3 +110,21 @@ def test_hugging_face_generate_runs_to_its_length_limit():
         with torch.no_grad():
             out = model.generate(prompt, max_new_tokens=12, do_sample=True, top_p=0.9)
         assert tuple(out.shape) == (2, 20)
+
+
+def test_grad_scaler_scale_grows_as_with_finite_gradients():
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        model = torch.nn.Linear(64, 64).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cuda", growth_interval=2)
+        scales = []
+        for _ in range(5):
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(torch.randn(8, 64, device="cuda")).float().pow(2).mean()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)  # finds no inf or NaN: the "nothing is wrong" placeholder
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            scales.append(scaler.get_scale())
+    assert scales == [65536.0, 131072.0, 131072.0, 262144.0, 262144.0]
