@@ -98,6 +98,7 @@ def install_distributed(patcher: Patcher) -> None:
         patcher.set(dist, name, fn)
         if hasattr(device_mesh, name):
             patcher.set(device_mesh, name, fn)
+    patcher.after_import("torch.distributed.pipelining.stage", lambda module: _require_stage_shapes(patcher, module))
 
     def batch_isend_irecv(p2p_op_list):
         """ProcessGroupNCCL posts the list as one NCCL group; every returned work waits for all of it."""
@@ -292,6 +293,28 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     )
     if scatter_object_input_list is not None:
         scatter_object_output_list[0] = scatter_object_input_list[pg.rank()]
+
+
+def _require_stage_shapes(patcher: Patcher, module) -> None:
+    """A `PipelineStage` built without the shapes of its forward inputs and outputs is refused with
+    what to do: its stages would infer them by sending objects between ranks (`recv_object_list`),
+    which cannot be emulated, and PyTorch's own error then names neither."""
+    cls = getattr(module, "PipelineStage", None)
+    if cls is None:
+        return
+    original = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        meta = getattr(self, "_user_meta", None)
+        if meta is not None and getattr(self, "num_stages", 1) > 1 and not meta.is_complete_for_forward():
+            raise NotImplementedError(
+                f"PipelineStage {getattr(self, 'stage_index', '?')} has no input_args or output_args: its stages "
+                "would infer their shapes by sending objects between ranks, which Maya cannot emulate (every rank "
+                "is emulated on its own); give input_args and output_args, example tensors of the stage's "
+                "micro-batch input and output")
+
+    patcher.set(cls, "__init__", __init__)
 
 
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
 from typing import Any
 
 _MISSING = object()
@@ -37,6 +40,17 @@ class Patcher:
             self._builtins.append(value)
         setattr(owner, name, value)
 
+    def after_import(self, module_name: str, fn) -> None:
+        """Call `fn(module)` once `module_name` is imported: now if it is, else when it gets imported
+        during the emulation (a module too slow to import in every emulation that few scripts use)."""
+        module = sys.modules.get(module_name)
+        if module is not None:
+            fn(module)
+            return
+        finder = _AfterImport(module_name, fn)
+        sys.meta_path.insert(0, finder)
+        self.add_cleanup(lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None)
+
     def restore(self) -> None:
         """Undo every patch, newest first."""
         while self._cleanups:
@@ -52,6 +66,34 @@ class Patcher:
                     pass
             else:
                 setattr(owner, name, previous)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: runs a callback on one module right after the real loader executes it."""
+
+    def __init__(self, module_name: str, fn) -> None:
+        self.module_name = module_name
+        self.fn = fn
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.module_name:
+            return None
+        sys.meta_path.remove(self)  # once, and not for the lookup below
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, fn = spec.loader, self.fn
+
+        class _Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                fn(module)
+
+        spec.loader = _Loader()
+        return spec
 
 
 def _builtin_table() -> dict[int, str]:

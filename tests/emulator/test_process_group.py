@@ -232,3 +232,25 @@ def test_object_send_is_recorded_and_object_recv_is_named_as_not_emulated():
     assert [r["peer"] for r in sends] == [1, 1] and sends[0]["message_bytes"] == 2 * 8
     receiver = emulate_rank(str(SCRIPTS / "object_p2p.py"), [], "h200", 1, 2, 2)
     assert receiver.exit_code != 0 and "recv_object_list cannot be emulated" in receiver.error
+
+
+def test_a_pipeline_stage_without_shapes_is_refused_with_what_to_do():
+    result = emulate_rank(str(SCRIPTS / "pipeline_no_shapes.py"), [], "h200", 0, 2, 2)
+    assert result.exit_code != 0 and "give input_args and output_args" in result.error
+
+
+def test_patches_for_a_module_apply_when_it_is_imported(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    from maya.emulator.patcher import Patcher
+
+    (tmp_path / "maya_fresh_module.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    patcher = Patcher()
+    patcher.after_import("maya_fresh_module", lambda module: patcher.set(module, "VALUE", 2))
+    module = importlib.import_module("maya_fresh_module")
+    assert module.VALUE == 2
+    patcher.restore()
+    assert module.VALUE == 1 and not any(type(f).__name__ == "_AfterImport" for f in sys.meta_path)
+    del sys.modules["maya_fresh_module"]
