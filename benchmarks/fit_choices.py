@@ -15,7 +15,8 @@ signed median error of ops under 10 us. Settings: `shipped` (what `maya fit` use
 `rmse` (shipped with RMSE loss), `mae` (shipped with MAE loss), `shallow` (depth 6, learning rate 0.08, 1,000 iterations, RMSE),
 `deep` (the settings of `fit.DEEP_FAMILIES`: depth 8, learning rate 0.05, 2,000 iterations), `deeper` (shipped with depth 10), `deeper-half` (depth 10 with half the iterations: twice the
 model size, where `deeper` is four times), `longer` (shipped with three times the boosting iterations), `faster` (shipped with twice the learning rate: as many trees, the same model size), `time-weighted` and `sqrt-time-weighted` (shipped, each training row
-weighted by its measured time, or its square root: the time-weighted error weighs ops so).
+weighted by its measured time, or its square root: the time-weighted error weighs ops so), `fine-borders`
+(shipped with 1,024 quantization borders per numeric feature instead of CatBoost's 254).
 `--fractions` also fits the before rows' training part subsampled by signature (seeded), a learning
 curve: whether more rows of the same kind (more random draws on a GPU) are likely to lower the error.
 `--new` may then be left out. `--score-new` also holds out a fifth of the new rows' signatures (seed 0)
@@ -45,7 +46,7 @@ PROFILES = ROOT / "maya" / "estimator" / "data" / "h200"
 
 
 SETTINGS = ("shipped", "rmse", "mae", "shallow", "deep", "deeper", "deeper-half", "longer", "faster", "time-weighted",
-            "sqrt-time-weighted")
+            "sqrt-time-weighted", "fine-borders")
 """The model settings `--settings` may name (each defined in `settings`)."""
 
 
@@ -68,6 +69,7 @@ def settings(catboost, family: str, name: str, categorical: list[str]):
         "deeper-half": {**shipped, "depth": 10, "iterations": shipped["iterations"] // 2},
         "time-weighted": shipped,
         "sqrt-time-weighted": shipped,
+        "fine-borders": {**shipped, "border_count": 1024},
     }
     return catboost.CatBoostRegressor(**variants[name])
 
