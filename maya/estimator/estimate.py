@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from maya.estimator.calibration import NO_CALIBRATION, Calibration, load_calibration
 from maya.estimator.exact_table import ExactTable
+from maya.estimator.families import roofline_by_design
 from maya.estimator.features import (
     FAMILY_FEATURE_NAMES, FEATURE_COLUMNS, extract_features, features_for_family, target_base_us,
 )
@@ -252,7 +253,16 @@ def transfer_ratio(
 
 
 def _warn_unmodelled(ops: np.ndarray, counts: np.ndarray) -> None:
+    """One warning counting the ops no model covers; those left to roofline on purpose
+    (`families.ROOFLINE_BY_DESIGN`: tensor factories, random generators) are only logged at INFO."""
     per_op = pd.Series(counts, index=ops).groupby(level=0).sum().sort_values(ascending=False)
+    by_design = np.array([roofline_by_design(str(op)) for op in per_op.index], dtype=bool)
+    if by_design.any():
+        logger.info("%d factory and random-generator ops timed by roofline (families.ROOFLINE_BY_DESIGN)",
+                    int(per_op[by_design].sum()))
+    per_op = per_op[~by_design]
+    if per_op.empty:
+        return
     listed = ", ".join(f"{op} ({count})" for op, count in per_op.items())
     logger.warning("%d ops of %d op types had no model; roofline used: %s", int(per_op.sum()), len(per_op), listed)
 
