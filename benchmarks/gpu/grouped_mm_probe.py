@@ -70,14 +70,31 @@ def timed_us(fn, device: str, reps: int, rounds: int) -> float:
     return statistics.median(times)
 
 
+def summary(path: str) -> str:
+    """The grouped / bmm time ratios of a probe's output: their range and median, and the ratio of
+    the summed times (what a step of such GEMMs would see)."""
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    ratios = [r["grouped_over_bmm"] for r in rows]
+    summed = sum(r["grouped_us"] for r in rows) / sum(r["bmm_us"] for r in rows)
+    return (f"{len(rows)} calls: grouped / bmm {min(ratios):.2f}-{max(ratios):.2f}, median "
+            f"{statistics.median(ratios):.2f}; summed times {summed:.2f}")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True)
+    p.add_argument("--summarize", metavar="JSON", help="print the ratios of an earlier run's output, and stop")
+    p.add_argument("--out")
     p.add_argument("--device", default="cuda")
     p.add_argument("--reps", type=int, default=REPS)
     p.add_argument("--rounds", type=int, default=ROUNDS)
     p.add_argument("--grid", default=None, help="rows,groups,hidden,width;... instead of GRID")
     args = p.parse_args(argv)
+    if args.summarize:
+        print(summary(args.summarize))
+        return
+    if not args.out:
+        p.error("--out is required (or --summarize)")
     grid = GRID if args.grid is None else [tuple(int(v) for v in item.split(",")) for item in args.grid.split(";")]
     env = {"device": args.device, "torch": torch.__version__, "cuda": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",

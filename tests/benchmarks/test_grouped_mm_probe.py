@@ -30,3 +30,9 @@ def test_the_grouped_and_batched_calls_compute_the_same_products():
         else:
             b = b.reshape(g.shape)
         assert torch.allclose(g, b, atol=1e-3), name
+
+
+def test_summarize_prints_the_ratio_range_median_and_summed_ratio(tmp_path):
+    rows = [{"grouped_us": g, "bmm_us": b, "grouped_over_bmm": g / b} for g, b in ((3.0, 2.0), (10.0, 10.0), (4.0, 5.0))]
+    (tmp_path / "g.json").write_text(json.dumps({"env": {}, "rows": rows}))
+    assert probe.summary(str(tmp_path / "g.json")) == "3 calls: grouped / bmm 0.80-1.50, median 1.00; summed times 1.00"

@@ -13,7 +13,7 @@
 # sleep, the seeds sessions 23-25 left (139, 140, 149-152, 159-164, 174-176, 195 onwards), until END s
 # (default 520). In /tmp/s26a, tarred to OUT/s26a.tgz. Later calls: `bash
 # benchmarks/gpu/session20_h200/call1.sh OUT NAME FIRST LAST END` (conv draws only, seeds 213 onwards).
-# Not yet run.
+# Run in session 27: benchmarks/gpu/session27_h200/COMMANDS.md.
 set -u
 out=${1:?usage: call1.sh OUT [END]}; end=${2:-520}; DIR=/tmp/s26a
 source benchmarks/gpu/device_call_start.sh
