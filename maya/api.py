@@ -173,11 +173,7 @@ def _emulate_world(
             late_failures=True,
         )
     except RankFailedError as e:
-        failed = e.result
-        return EmulationSummary(
-            world_size=world_size, gpu=gpu, emulated_ranks=[failed.rank], iterations=[], oom=failed.oom,
-            trace_dir=str(trace_dir), exit_code=failed.exit_code or 1, error=f"[rank {failed.rank}] {failed.error}",
-        )
+        return _failed_summary(e.result, world_size, gpu, [e.result.rank], trace_dir)
     reps = world.representatives
     if in_process:
         for rank, res in world.results.items():
@@ -192,10 +188,7 @@ def _emulate_world(
         whole = min(completed_iterations(t) for t in tables.values())
         first = failed[0]
         if whole < 1:
-            return EmulationSummary(
-                world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=[], oom=first.oom,
-                trace_dir=str(trace_dir), exit_code=first.exit_code or 1, error=f"[rank {first.rank}] {first.error}",
-            )
+            return _failed_summary(first, world_size, gpu, reps, trace_dir)
         tables = {r: through_iteration(t, whole) for r, t in tables.items()}
     prediction = predict(
         tables, gpu, cluster=cluster or _launch_cluster(gpu, world_size, local_world_size),
@@ -219,11 +212,7 @@ def _emulate_world(
         "emulation_s": {str(r): round(res.emulation_s, 2) for r, res in sorted(world.results.items())},
     }
     if failed:
-        return EmulationSummary(
-            world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations, oom=False,
-            trace_dir=str(trace_dir), extra=extra, exit_code=failed[0].exit_code or 1,
-            error=f"[rank {failed[0].rank}] {failed[0].error}",
-        )
+        return _failed_summary(failed[0], world_size, gpu, reps, trace_dir, iterations, extra)
     write_meta(trace_dir, {
         "world_size": world_size, "gpu": gpu, "emulated_ranks": reps, "script": str(script), "args": list(args),
         "rank_to_representative": {str(r): rep for r, rep in world.rank_to_representative.items()},
@@ -233,6 +222,17 @@ def _emulate_world(
     return EmulationSummary(
         world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations,
         oom=any(res.oom for res in world.results.values()), trace_dir=str(trace_dir), extra=extra,
+    )
+
+
+def _failed_summary(failed, world_size: int, gpu: str, emulated_ranks: list[int], trace_dir: Path,
+                    iterations: list[IterationSummary] = (), extra: dict | None = None) -> EmulationSummary:
+    """The summary of a run whose script failed on rank `failed.rank` (a `RankResult`): its exit
+    status and traceback, and the iterations timed before it failed, if any."""
+    return EmulationSummary(
+        world_size=world_size, gpu=gpu, emulated_ranks=emulated_ranks, iterations=list(iterations), oom=failed.oom,
+        trace_dir=str(trace_dir), exit_code=failed.exit_code or 1, error=f"[rank {failed.rank}] {failed.error}",
+        extra=extra or {},
     )
 
 
