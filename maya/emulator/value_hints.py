@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
+from maya.emulator.attrs import flatten_tensors
+
 aten = torch.ops.aten
 
 EXACT_MAX_NUMEL = 1 << 16
@@ -176,7 +178,7 @@ class ValueHints:
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if not outs or not all(isinstance(o, FakeTensor) and o.numel() <= _computed_limit(o.dtype) for o in outs):
             return
-        if name not in FACTORIES and not any(isinstance(a, FakeTensor) for a in _flat(args)):
+        if name not in FACTORIES and not any(isinstance(a, FakeTensor) for a in flatten_tensors(args, {})):
             return  # no known input, and not a factory (`empty` makes no values)
         if name in NOT_FOUND_OPS:
             first = args[0] if args else None
@@ -398,14 +400,6 @@ def _small_host(t: object) -> bool:
 
 def _computed_limit(dtype: torch.dtype) -> int:
     return COMPUTED_MAX_FLOAT_NUMEL if dtype.is_floating_point or dtype.is_complex else COMPUTED_MAX_NUMEL
-
-
-def _flat(args) -> list:
-    """`args` with tensor lists (`cat`'s) opened one level."""
-    flat = []
-    for a in args:
-        flat.extend(a if isinstance(a, (list, tuple)) else (a,))
-    return flat
 
 
 @functools.cache
