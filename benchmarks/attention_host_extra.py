@@ -36,7 +36,7 @@ FORWARD_OP = "aten::_scaled_dot_product_cudnn_attention"
 BACKWARD_OP = "aten::_scaled_dot_product_cudnn_attention_backward"
 ONE_LAUNCH_FORWARD = ("aten::add", "aten::mul", "aten::gelu", "aten::relu", "aten::silu")
 """One-kernel ops whose top-level calls from Python are the forward's reference."""
-ONE_LAUNCH_BACKWARD = ("aten::gelu_backward", "aten::silu_backward", "aten::threshold_backward")
+ONE_LAUNCH_BACKWARD = ("aten::gelu_backward", "aten::silu_backward", "aten::threshold_backward", "aten::hardtanh_backward")
 """One-kernel backward ops (the activations' gradients) run by the autograd engine: the backward's reference."""
 
 
@@ -51,17 +51,36 @@ def profiled_durations(events: list[dict]) -> dict[tuple[str, bool, bool], list[
     return out
 
 
+def call_extras(durations: dict[tuple[str, bool, bool], list[float]], ops: tuple[str, ...], engine: bool,
+                aten_op_us: float) -> list[float]:
+    """Unprofiled host us each call of `ops` spends beyond a one-launch op on the same threads (the
+    forward's, or with `engine` the autograd engine's), from `profiled_durations`: (call - the
+    one-launch median) scaled by aten_op_us over that median; empty where the trace has no such call
+    or no one-launch reference."""
+    refs = ONE_LAUNCH_BACKWARD if engine else ONE_LAUNCH_FORWARD
+    ref = [x for name in refs for x in durations.get((name, engine, True), [])]
+    if not ref:
+        return []
+    one = statistics.median(ref)
+    return [(x - one) * aten_op_us / one for op in ops for top in (True, False) for x in durations.get((op, engine, top), [])]
+
+
+def op_extra(durations: dict[tuple[str, bool, bool], list[float]], ops: tuple[str, ...], engine: bool,
+             aten_op_us: float) -> float | None:
+    """The median of `call_extras`; None where there is none."""
+    extras = call_extras(durations, ops, engine, aten_op_us)
+    return statistics.median(extras) if extras else None
+
+
 def trace_extras(events: list[dict], aten_op_us: float) -> dict[str, float]:
-    """{"forward"/"backward": extra unprofiled us} of one trace, for the directions it has."""
+    """{"forward"/"backward": extra unprofiled us} of one trace, for the directions it has (the
+    forward op counted inside scaled_dot_product_attention's call too)."""
     d = profiled_durations(events)
     extras = {}
-    for direction, op, refs, engine in (("forward", FORWARD_OP, ONE_LAUNCH_FORWARD, False),
-                                        ("backward", BACKWARD_OP, ONE_LAUNCH_BACKWARD, True)):
-        calls = d.get((op, engine, True), []) + d.get((op, engine, False), [])  # inside scaled_dot_product_attention
-        ref = [x for name in refs for x in d.get((name, engine, True), [])]
-        if calls and ref:
-            one = statistics.median(ref)
-            extras[direction] = (statistics.median(calls) - one) * aten_op_us / one
+    for direction, op, engine in (("forward", FORWARD_OP, False), ("backward", BACKWARD_OP, True)):
+        value = op_extra(d, (op,), engine, aten_op_us)
+        if value is not None:
+            extras[direction] = value
     return extras
 
 

@@ -4,15 +4,16 @@
     python benchmarks/host_lease_means.py --write    # store them in the shipped host_overhead.json
 
 Most of the shipped H200 host figures (`maya/estimator/data/h200/host_overhead.json`) come from the
-machine of the first ground truth. Three groups were added to `maya profile --families host` later and
-come from other leases (`GROUPS`): the CNN-layer extras (a convolution's and a training batch norm's
-host time beyond a one-launch op), a cuDNN RNN's host time per time step, and an activation-checkpoint
-region's fixed and per-recomputed-op cost. They move several-fold between leases (a convolution's
-backward extra: 21.6 us on session 17's machine, 86.0 on session 22's), so one lease's reading is one
-draw. Each lease's figures are scaled to the shipped machine by the ratio of `autograd_backward_op_us`
-(the shipped file's / the lease's), then averaged over the group's leases: those that measured the
-group with its current method (the CNN extras since commit 680d121, the RNN figures since a139c53; the
-checkpoint figures' method is unchanged since 84b24be). Only the standard library and the project are
+machine of the first ground truth. Two groups were added to `maya profile --families host` later and
+come from other leases (`GROUPS`): a cuDNN RNN's host time per time step, and an activation-checkpoint
+region's fixed and per-recomputed-op cost. They move several-fold between leases, so one lease's
+reading is one draw. Each lease's figures are scaled to the shipped machine by the ratio of
+`autograd_backward_op_us` (the shipped file's / the lease's), then averaged over the group's leases:
+those that measured the group with its current method (the RNN figures since a139c53; the
+checkpoint figures' method is unchanged since 84b24be). The CNN-layer extras (a convolution's and a
+training batch norm's host time beyond a one-launch op) were a third group until session 28; they
+moved 0-86 us between leases and now come from profiled CNN steps (`benchmarks/cnn_host_extra.py`).
+Only the standard library and the project are
 needed.
 """
 
@@ -34,8 +35,6 @@ _S23 = GPU / "session23_h200" / "s23a" / "host" / "host_overhead.json"
 _S27 = GPU / "session27_h200" / "s26a" / "host" / "host_overhead.json"
 _PHASE = GPU / "host_phase_h200"
 GROUPS: dict[tuple[str, ...], tuple[Path, ...]] = {
-    ("conv_forward_extra_us", "conv_backward_extra_us", "batch_norm_forward_extra_us", "batch_norm_backward_extra_us"):
-        (_S17 / "s17c" / "host" / "host_overhead.json", _S22, _S23, _S27),
     ("rnn_cell_forward_us", "rnn_cell_backward_us"):
         (_S17 / "s17a" / "host" / "host_overhead.json", _S17 / "s17b" / "host" / "host_overhead.json",
          _S17 / "s17c" / "host" / "host_overhead.json", _S22, _S23, _S27),
@@ -72,12 +71,18 @@ def names(keys: tuple[str, ...]) -> str:
 def with_note(notes: str, keys: tuple[str, ...], figures: dict[str, float], sources: tuple[Path, ...]) -> str:
     """The shipped file's `notes` with its sentence on `keys` (the one that starts with their names)
     replaced by one that says where `figures` come from."""
-    kept = [s for s in notes.split(". ") if s and not s.startswith(names(keys))]
     files = ", ".join(str(path.relative_to(ROOT)) for path in sources)
     sentence = (f"{names(keys)} ({', '.join(f'{figures[k]:.3f}' for k in keys)} us) are `python "
                 f"benchmarks/host_lease_means.py --write`: the mean over the {len(sources)} host profiles of H200 "
                 f"leases that measured them with the current method ({files}), each scaled to this machine's host "
                 f"speed by the ratio of {SPEED_FIGURE} (this file's / the lease's)")
+    return replace_sentence(notes, keys, sentence)
+
+
+def replace_sentence(notes: str, keys: tuple[str, ...], sentence: str) -> str:
+    """`notes` with its sentence on `keys` (the one that starts with their names) replaced by
+    `sentence` (without its full stop), put last."""
+    kept = [s for s in notes.split(". ") if s and not s.startswith(names(keys))]
     return ". ".join(s.rstrip(".") for s in kept) + ". " + sentence + "."
 
 
