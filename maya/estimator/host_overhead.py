@@ -34,7 +34,9 @@ METHOD = (
     "divided by the number of kernel (non-view) aten ops in it, counted with a TorchDispatchMode "
     "in a separate untimed run. Categories: aten_op_us = x.add_(1) on a 1-element tensor from "
     "Python; functional_linear_us = F.linear on [1, 16] x [16, 16]; module_forward_op_us = "
-    "forward of a stack of nn.Linear(16, 16)+ReLU modules, per op; autograd_backward_op_us = "
+    "forward of a stack of nn.Linear(16, 16)+ReLU modules under torch.no_grad(), per op; "
+    "module_forward_grad_op_us = the same forward with grad enabled (the autograd graph recorded), "
+    "per op; autograd_backward_op_us = "
     "loss.backward() of that stack, per backward op; optimizer_foreach_per_tensor_us and "
     "optimizer_step_fixed_us = slope and intercept of Adam(foreach=True).step() time against the "
     "number of parameter tensors; checkpoint_region_us and checkpoint_per_op_us = fixed and "
@@ -109,6 +111,9 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     model = torch.nn.Sequential(*layers).to(device)
     with torch.no_grad():
         record("module_forward_op_us", lambda: model(inp), iterations // MODULE_DEPTH)
+    # The same forward as training runs it, recording the autograd graph (measured, not yet charged:
+    # `host_cost` scales the no-grad figure by the in-situ factor instead).
+    record("module_forward_grad_op_us", lambda: model(inp), iterations // MODULE_DEPTH)
 
     def backward_only() -> None:
         model(inp).sum().backward()

@@ -173,6 +173,8 @@ def test_host_overhead_on_cpu():
     assert 0 < per_op["aten_op_us"] < 1000
     assert per_op["rnn_cell_forward_us"] > 0 and per_op["rnn_cell_backward_us"] > 0
     assert result["kernel_ops"]["module_forward_op_us"] == 16  # 8 x (addmm, relu)
+    assert result["kernel_ops"]["module_forward_grad_op_us"] == 16 and per_op["module_forward_grad_op_us"] > 0
+    assert "module_forward_grad_op_us" in result["method"]
     for layer in ("conv", "batch_norm"):
         for phase in ("forward", "backward"):
             assert 0 <= per_op[f"{layer}_{phase}_extra_us"] < 1e5
