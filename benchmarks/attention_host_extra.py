@@ -24,6 +24,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,19 +85,33 @@ def trace_extras(events: list[dict], aten_op_us: float) -> dict[str, float]:
     return extras
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def measured_traces(measure: Callable[[list[dict], float], dict], aten_op_us: float) -> dict[str, dict]:
+    """Workload -> `measure(events, aten_op_us)` for each Chrome trace of `OP_TIMES` where it is not empty."""
+    out = {}
+    for path in sorted(OP_TIMES.glob("*.trace.json.gz")):
+        result = measure(read_events(path), aten_op_us)
+        if result:
+            out[path.name.removesuffix(".trace.json.gz")] = result
+    return out
+
+
+def command_line(argv: list[str] | None, description: str, measure: Callable[[list[dict], float], dict],
+                 what: str) -> tuple[argparse.Namespace, dict, float, dict[str, dict]]:
+    """(--write given, the shipped host_overhead.json, its aten_op_us, `measured_traces(measure)`) of
+    a host-extra command; exits naming `what` where no trace runs it."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--write", action="store_true", help="store the medians in host_overhead.json")
     args = p.parse_args(argv)
     host = json.loads(HOST_FILE.read_text())
     aten_op_us = host["per_op_us"]["aten_op_us"]
-    per_trace = {}
-    for path in sorted(OP_TIMES.glob("*.trace.json.gz")):
-        extras = trace_extras(read_events(path), aten_op_us)
-        if extras:
-            per_trace[path.name.removesuffix(".trace.json.gz")] = extras
+    per_trace = measured_traces(measure, aten_op_us)
     if not per_trace:
-        sys.exit(f"no trace in {OP_TIMES} runs {FORWARD_OP}")
+        sys.exit(f"no trace in {OP_TIMES} runs {what}")
+    return args, host, aten_op_us, per_trace
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, host, aten_op_us, per_trace = command_line(argv, __doc__.splitlines()[0], trace_extras, FORWARD_OP)
     print(f"aten_op_us {aten_op_us:.2f} (host_overhead.json); extra us beyond a one-launch op, per trace:")
     print("| workload | forward | backward |\n|---|---:|---:|")
     for name, extras in per_trace.items():

@@ -24,7 +24,6 @@ them) with a sentence in its `notes`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -32,9 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from attention_host_extra import HOST_FILE, OP_TIMES, call_extras, profiled_durations  # noqa: E402
+from attention_host_extra import HOST_FILE, call_extras, command_line, profiled_durations  # noqa: E402
 from host_lease_means import replace_sentence  # noqa: E402
-from kernel_attribution import read_events  # noqa: E402
 
 FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
     "conv_forward_extra_us": (("aten::convolution",), False),
@@ -52,18 +50,8 @@ def trace_calls(events: list[dict], aten_op_us: float) -> dict[str, list[float]]
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--write", action="store_true", help="store the medians in host_overhead.json")
-    args = p.parse_args(argv)
-    host = json.loads(HOST_FILE.read_text())
-    aten_op_us = host["per_op_us"]["aten_op_us"]
-    per_trace = {}
-    for path in sorted(OP_TIMES.glob("*.trace.json.gz")):
-        calls = trace_calls(read_events(path), aten_op_us)
-        if "conv_forward_extra_us" in calls:
-            per_trace[path.name.removesuffix(".trace.json.gz")] = calls
-    if not per_trace:
-        sys.exit(f"no trace in {OP_TIMES} runs a convolution")
+    args, host, aten_op_us, per_trace = command_line(argv, __doc__.splitlines()[0], trace_calls,
+                                                     "a convolution or a batch norm")
     keys = tuple(FIGURES)
     print(f"aten_op_us {aten_op_us:.2f} (host_overhead.json); extra us beyond a one-launch op, median (calls) per trace:")
     print("| workload | " + " | ".join(keys) + " |\n|---|" + "---:|" * len(keys))
@@ -83,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
                     "unprofiled time by aten_op_us over that one-launch median; the median over every call of those traces, floored at 0")
         host["notes"] = replace_sentence(host["notes"], keys, sentence)
         HOST_FILE.write_text(json.dumps(host, indent=2) + "\n")
-        print(f"wrote {', '.join(keys)} to {HOST_FILE.relative_to(ROOT)}")
+        print(f"wrote {', '.join(keys)} to {HOST_FILE}")
 
 
 if __name__ == "__main__":

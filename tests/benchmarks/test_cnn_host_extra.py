@@ -49,3 +49,19 @@ def test_the_shipped_figures_are_what_the_committed_traces_give(capsys):
     line = next(x for x in out.splitlines() if x.startswith("median over every call"))
     for key in extra.FIGURES:
         assert f"{key} {shipped[key]} (" in line
+
+
+def test_write_stores_the_medians_and_replaces_the_note_on_them(tmp_path, monkeypatch, capsys):
+    shipped = json.loads(extra.HOST_FILE.read_text())
+    copy = tmp_path / "host_overhead.json"
+    stale = {**shipped, "per_op_us": {**shipped["per_op_us"], **dict.fromkeys(extra.FIGURES, 1.0)},
+             "notes": shipped["notes"] + " " + ", ".join(list(extra.FIGURES)[:-1]) + " and " + list(extra.FIGURES)[-1]
+             + " came from somewhere else."}
+    copy.write_text(json.dumps(stale))
+    monkeypatch.setattr(extra, "HOST_FILE", copy)
+    monkeypatch.setattr(sys.modules["attention_host_extra"], "HOST_FILE", copy)
+    extra.main(["--write"])
+    written = json.loads(copy.read_text())
+    assert {k: written["per_op_us"][k] for k in extra.FIGURES} == {k: shipped["per_op_us"][k] for k in extra.FIGURES}
+    assert "somewhere else" not in written["notes"] and written["notes"].count("cnn_host_extra.py --write") == 1
+    assert written["per_op_us"]["aten_op_us"] == shipped["per_op_us"]["aten_op_us"]
