@@ -3,16 +3,16 @@
     python benchmarks/cnn_host_extra.py [--write]
 
 Reads the Chrome traces of the calibration workloads (benchmarks/gpu/op_times_h200/*.trace.json.gz,
-`op_time_probe.py --chrome`; held-out workloads are never profiled there). In each trace that runs
-convolutions, it takes the median profiled CPU time of each op in `FIGURES` (the forward ops on the
-threads that run the forward: `aten::convolution` below autocast's `aten::conv2d`, whose weight cast
-Maya charges as its own launch, and `aten::batch_norm`; the backward ops on the autograd engine's
-thread) and beside it the median of the top-level one-launch ops of the same threads, and scales the
-difference from profiled to unprofiled time by `aten_op_us` over that one-launch median, as
-`attention_host_extra.py` measures cuDNN attention's extra (`call_extras` there); the figure kept is
-the median over every call of those traces, floored at 0 (ViT-B's one patch convolution among a
-CNN's fifty-odd layers). cuDNN looks up an execution plan for every convolution, and a
-training batch norm launches several kernels and bookkeeping; a one-launch op does neither.
+`op_time_probe.py --chrome`; held-out workloads are never profiled there). For each call of the ops
+in `FIGURES` (the forward ops on the threads that run the forward: `aten::convolution` below
+autocast's `aten::conv2d`, whose weight cast Maya charges as its own launch, and `aten::batch_norm`;
+the backward ops on the autograd engine's thread) it takes the profiled CPU time less the median of
+the same trace's top-level one-launch ops on those threads, scaled from profiled to unprofiled time
+by `aten_op_us` over that median, as `attention_host_extra.py` measures cuDNN attention's extra
+(`call_extras` there). The figure kept is the median over every call of every trace, floored at 0,
+so that a trace with one convolution (ViT-B's patch embedding) weighs one call against a CNN's
+fifty-odd. cuDNN looks up an execution plan for every convolution, and a training batch norm
+launches several kernels and bookkeeping; a one-launch op does neither.
 
 These replace the figures `maya profile --families host` measures with tiny layers
 (`host_overhead._layer_extras_us`): those read 0-86 us between H200 leases for the same figure
@@ -65,10 +65,10 @@ def main(argv: list[str] | None = None) -> None:
         shipped.update(medians)
         sentence = (f"{', '.join(keys[:-1])} and {keys[-1]} ({', '.join(f'{medians[k]:.1f}' for k in keys)} us) are "
                     "`python benchmarks/cnn_host_extra.py --write`: per Chrome trace of benchmarks/gpu/op_times_h200 "
-                    f"that runs convolutions ({', '.join(per_trace)}), the median profiled CPU time of "
+                    f"that runs convolutions ({', '.join(per_trace)}), the profiled CPU time of each call of "
                     "aten::convolution, aten::batch_norm (forward), aten::convolution_backward and the batch norm's "
-                    "backward (autograd engine thread) minus that of the thread's one-launch ops, scaled to "
-                    "unprofiled time by aten_op_us over that one-launch median; the median over every call of those traces, floored at 0")
+                    "backward (autograd engine thread) minus the median of the thread's one-launch ops, scaled to "
+                    "unprofiled time by aten_op_us over that median; the median over every call, floored at 0")
         host["notes"] = replace_sentence(host["notes"], keys, sentence)
         HOST_FILE.write_text(json.dumps(host, indent=2) + "\n")
         print(f"wrote {', '.join(keys)} to {HOST_FILE}")
