@@ -195,6 +195,11 @@ def _patch_framework_host_rows(patcher: Patcher) -> None:
         patcher, DistributedDataParallel, "forward", "ddp:step",
         lambda ddp: sum(1 for p in ddp.module.parameters() if p.requires_grad),
     )
+    # DDP's logger times its first iterations' forward and backward with timers of its parameters'
+    # device; the emulated parameters' storage is on no device it times, so it only printed a C++
+    # warning ("Time stats are currently only collected for CPU and CUDA devices") into every DDP
+    # run's output. Its statistics are logging data that nothing computes with: none are collected.
+    patcher.set(torch._C._distributed_c10d.Logger, "set_runtime_stats_and_log", lambda logger: None)
 
 
 def _host_row_before(patcher: Patcher, owner: type, method: str, op: str, count) -> None:

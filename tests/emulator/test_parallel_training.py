@@ -6,6 +6,8 @@ the recorded NCCL calls against counts and sizes computed by hand from the model
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,16 @@ def test_ddp_all_reduces_every_gradient_byte_each_iteration(emulate_rank_isolate
         calls = _calls(rows, "all_reduce", iteration)
         assert all(r["phase"] == "backward" and r["group_ranks"] == [0, 1] for r in calls)
         assert sum(_sizes(calls)) == gradient_bytes
+
+
+def test_ddp_run_prints_no_device_timer_warning():
+    # DDP's logger warned from C++ on every emulated DDP run that it times only CPU and CUDA devices.
+    driver = ("import sys\nfrom maya.world.rank_emulation import emulate_rank\n"
+              "emulate_rank(sys.argv[1], [], 'h200', 0, 2, 2)\n")
+    proc = subprocess.run([sys.executable, "-c", driver, str(SCRIPTS / "ddp_buckets.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Time stats" not in proc.stderr
 
 
 def test_ddp_first_bucket_is_capped_at_1_MiB(emulate_rank_isolated):
