@@ -250,12 +250,12 @@ class ValueHints:
     def observe(self, name: str, func, args: tuple, kwargs: dict, out: object) -> None:
         """Derive the hints of `out` from the op and its inputs' hints (called after every op)."""
         first = args[0] if args else None
-        if self._exact_storages and _mutable(func):
+        if self._exact_storages and _written(func):
             self._in_place(func, args, kwargs)
         if name == "aten::_to_copy" and _small_host(first) and isinstance(out, FakeTensor):
             with unset_fake_temporarily():
                 self._set_exact(out, first.clone())  # a GPU copy of Python data: up to EXACT_MAX_NUMEL
-        elif name in FACTORIES or name in NOT_FOUND_OPS or (self._exact and not _mutable(func)):
+        elif name in FACTORIES or name in NOT_FOUND_OPS or (self._exact and not _written(func)):
             self._computed(name, func, args, kwargs, out)
         if name in INDEX_SOURCES:
             self._index_source(name, args, kwargs, out)
@@ -403,31 +403,23 @@ def _computed_limit(dtype: torch.dtype) -> int:
 
 
 @functools.cache
-def _mutable(func) -> bool:
-    """Whether `func` writes to any of its arguments (in-place and out= ops)."""
-    return any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+def _written(func) -> tuple[tuple[int, str, bool], ...]:
+    """(position, name, keyword-only) of each argument `func` writes to (in-place and out= ops);
+    empty for an op that writes nothing."""
+    return tuple((i, a.name, a.kwarg_only) for i, a in enumerate(func._schema.arguments)
+                 if a.alias_info is not None and a.alias_info.is_write)
 
 
-@functools.cache
 def _written_positions(func) -> tuple[int, ...]:
     """Positions of the arguments `func` writes to, when every one of them is positional (else none)."""
-    arguments = func._schema.arguments
-    written = [(i, a) for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write]
-    return () if any(a.kwarg_only for _, a in written) else tuple(i for i, _ in written)
+    written = _written(func)
+    return () if any(kwarg_only for _, _, kwarg_only in written) else tuple(i for i, _, _ in written)
 
 
 def _written_arguments(func, args: tuple, kwargs: dict) -> list:
-    """The arguments `func` writes to."""
-    written = []
-    for i, a in enumerate(func._schema.arguments):
-        if a.alias_info is not None and a.alias_info.is_write:
-            value = args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name)
-            written.extend(value if isinstance(value, (list, tuple)) else [value])
-    return written
-
-
-@functools.cache
-def _writes_first(func) -> bool:
-    """Whether `func` writes to its first argument (in-place and out= ops)."""
-    arguments = func._schema.arguments
-    return bool(arguments) and arguments[0].alias_info is not None and arguments[0].alias_info.is_write
+    """The arguments `func` writes to, lists opened."""
+    out = []
+    for i, name, kwarg_only in _written(func):
+        value = args[i] if i < len(args) and not kwarg_only else kwargs.get(name)
+        out.extend(value if isinstance(value, (list, tuple)) else [value])
+    return out
