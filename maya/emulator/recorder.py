@@ -274,9 +274,11 @@ class Recorder(TorchDispatchMode):
         self._all_results: dict[int, weakref.ref] = {}
         """id(tensor) -> weak reference, for boolean results of `all` reductions (placeholder True)."""
         self.values = state.values = ValueHints()
+        """Uniform-routing hints about fake values: sizes of `nonzero` and friends, `.item()` answers.
+        The same object as `state.values` (collectives tell it what they write); kept here too, as
+        every op reads it."""
         self._placeholder_reads = (0, 0)
         """(iteration, reads of unknown values in it): `_count_placeholder_read`."""
-        """Uniform-routing hints about fake values: sizes of `nonzero` and friends, `.item()` answers."""
         self.paused = 0
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
