@@ -24,7 +24,7 @@ Some values are known exactly (`exact`): GPU copies of small host tensors, facto
 computed on the host with the same op, in place too (foreach ops included: an optimizer's step
 counts). They answer `.item()` and give sizes. A write by an op on unknown values, or by a
 collective (`written`), forgets every known tensor of that storage, views included. `isin` of
-unknown values is known: no element is found (`NOT_FOUND_OPS`), so Hugging Face `generate`'s stopping
+unknown values is known: no element is found (`ZERO_WHEN_UNKNOWN`), so Hugging Face `generate`'s stopping
 flags stay computable and the loop ends at its length limit instead of never.
 """
 
@@ -58,9 +58,18 @@ FACTORIES = frozenset({"aten::ones", "aten::zeros", "aten::full", "aten::ones_li
                        "aten::arange.start_step"})  # fmt: skip
 """Ops that make a tensor whose values follow from their arguments alone."""
 
-NOT_FOUND_OPS = frozenset({"aten::isin.Tensor_Tensor", "aten::isin.Tensor_Scalar", "aten::isin.Scalar_Tensor"})
-"""Membership tests: where the elements tested are not known, no element is among the values
-(no generated token is an end-of-sequence token: generation runs to its length limit)."""
+OUTPUT = -1
+"""`ZERO_WHEN_UNKNOWN`'s position of an op's output."""
+
+ZERO_WHEN_UNKNOWN: dict[str, int] = {
+    "aten::isin.Tensor_Tensor": OUTPUT, "aten::isin.Tensor_Scalar": OUTPUT, "aten::isin.Scalar_Tensor": OUTPUT,
+    "aten::_amp_foreach_non_finite_check_and_unscale_": 1,
+}
+"""Checks whose answer is taken to be all zeros where the values they check (the first argument) are
+not known, and the position of the tensor that holds the answer (`OUTPUT`, or the argument written):
+membership tests find no element (no generated token is an end-of-sequence token: generation runs to
+its length limit), and gradient unscaling finds nothing non-finite (GradScaler's flag stays 0 and its
+scale grows as with finite gradients). The "nothing is wrong" placeholder, as `.item()`'s 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +152,7 @@ class ValueHints:
     def _in_place(self, func, args: tuple, kwargs: dict) -> None:
         """A write: what it writes is forgotten, unless the op runs on known values only and writes
         small positional arguments (tensors, or lists of them: foreach ops, as an optimizer counts its
-        steps; GradScaler's scale and growth tracker), which are then computed on the host. Gradient
-        unscaling finds nothing non-finite (the "nothing is wrong" placeholder): its flag stays 0."""
+        steps; GradScaler's scale and growth tracker), which are then computed on the host."""
         positions = _written_positions(func)
         targets = [args[i] if i < len(args) else None for i in positions]
         written = _written_arguments(func, args, kwargs)
@@ -155,10 +163,6 @@ class ValueHints:
             host_kwargs = self._host_values(kwargs, False) if host is not None else None
         for a in written:
             self.written(a)
-        if func is aten._amp_foreach_non_finite_check_and_unscale_.default and isinstance(args[1], FakeTensor):
-            with unset_fake_temporarily():
-                self._set_exact(args[1], torch.zeros(tuple(args[1].shape), dtype=args[1].dtype))
-            return
         if host_kwargs is None:
             return
         try:
@@ -172,6 +176,11 @@ class ValueHints:
             for t, values in zip(*((target, host[i]) if isinstance(target, (list, tuple)) else ([target], [host[i]]))):
                 self._set_exact(t, values)
 
+    def _unknown(self, checked: object) -> bool:
+        """Whether `checked` (a fake tensor or a list of them) holds values the emulation does not know."""
+        items = checked if isinstance(checked, (list, tuple)) else [checked]
+        return any(isinstance(t, FakeTensor) and self.exact(t) is None for t in items)
+
     def _computed(self, name: str, func, args: tuple, kwargs: dict, out: object) -> None:
         """Values of `out` computed on the host when every fake tensor among the inputs is known (or
         for a factory, needs none), the op is deterministic, and every output is small."""
@@ -180,12 +189,6 @@ class ValueHints:
             return
         if name not in FACTORIES and not any(isinstance(a, FakeTensor) for a in flatten_tensors(args, {})):
             return  # no known input, and not a factory (`empty` makes no values)
-        if name in NOT_FOUND_OPS:
-            first = args[0] if args else None
-            if isinstance(first, FakeTensor) and self.exact(first) is None:
-                with unset_fake_temporarily():
-                    self._set_exact(out, torch.zeros(tuple(out.shape), dtype=torch.bool))
-                return
         if func.namespace != "aten" or torch.Tag.nondeterministic_seeded in func.tags:
             return  # collectives (c10d_functional) and random ops: not run on the host
         like = name.endswith("_like")
@@ -252,10 +255,17 @@ class ValueHints:
         first = args[0] if args else None
         if self._exact_storages and _written(func):
             self._in_place(func, args, kwargs)
-        if name == "aten::_to_copy" and _small_host(first) and isinstance(out, FakeTensor):
+        zero_at = ZERO_WHEN_UNKNOWN.get(name)
+        if zero_at is not None and self._unknown(first):
+            answer = out if zero_at == OUTPUT else args[zero_at]
+            if isinstance(answer, FakeTensor):
+                self.written(answer)
+                with unset_fake_temporarily():
+                    self._set_exact(answer, torch.zeros(tuple(answer.shape), dtype=answer.dtype))
+        elif name == "aten::_to_copy" and _small_host(first) and isinstance(out, FakeTensor):
             with unset_fake_temporarily():
                 self._set_exact(out, first.clone())  # a GPU copy of Python data: up to EXACT_MAX_NUMEL
-        elif name in FACTORIES or name in NOT_FOUND_OPS or (self._exact and not _written(func)):
+        elif name in FACTORIES or (self._exact and not _written(func)):
             self._computed(name, func, args, kwargs, out)
         if name in INDEX_SOURCES:
             self._index_source(name, args, kwargs, out)
