@@ -1,17 +1,13 @@
 """benchmarks/cnn_host_extra.py: a CNN layer's convolution and batch norm host time beyond a one-launch op."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # it imports attention_host_extra and kernel_attribution from there
-_spec = importlib.util.spec_from_file_location("cnn_host_extra", ROOT / "benchmarks" / "cnn_host_extra.py")
-extra = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(extra)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # where it and its imports live
+import cnn_host_extra as extra  # noqa: E402
 
 
 def _op(name, ts, dur, tid):
