@@ -38,10 +38,11 @@ HOST_FILE = ROOT / "maya" / "estimator" / "data" / "h200" / "host_overhead.json"
 HOST_BOUND_BUSY_SHARE = 0.8
 PHASES = ("forward", "backward", "optimizer")
 sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from cnn_host_extra import FIGURES as CNN_EXTRAS  # noqa: E402
 from suite import WORKLOADS  # noqa: E402
 
-IN_SITU_FIGURES = ("conv_forward_extra_us", "conv_backward_extra_us", "batch_norm_forward_extra_us",
-                   "batch_norm_backward_extra_us")
+IN_SITU_FIGURES = tuple(CNN_EXTRAS)
 """Figures the shipped file takes from profiled steps (benchmarks/cnn_host_extra.py), not from a lease's
 microbenchmarks: the model of every lease keeps the shipped ones."""
 
@@ -133,7 +134,7 @@ def main() -> None:
         header = ["# Host issue time per phase: real H200 steps against Maya's host model", "",
                   "- Made by `python benchmarks/host_phase_factors.py --out " + str(args.out) + "` from "
                   "`benchmarks/gpu/host_phase_h200/` (commands in its COMMANDS.md); model figures are each lease's own "
-                  "microbenchmarks, without the in-situ factor.", ""]
+                  "microbenchmarks (the CNN-layer extras: the shipped in-situ ones), without the in-situ factor.", ""]
         args.out.write_text("\n".join(header + lines) + "\n")
     if args.write:
         data = json.loads(HOST_FILE.read_text())
