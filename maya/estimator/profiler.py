@@ -76,9 +76,10 @@ records the GPU's time."""
 
 
 def sleeps_before(case: ProfileCase) -> bool:
-    """Whether `case` is timed behind a GPU sleep: asked for, or its op in `SLEEP_FAMILIES` (by the
-    op's family, not the case's: a trace's signatures come as family "exact")."""
-    return case.sleep_before or family_of(case.op) in SLEEP_FAMILIES
+    """Whether `case` is timed behind a GPU sleep: asked for, or its grid family or its op's family in
+    `SLEEP_FAMILIES` (a trace's signatures come as family "exact"; a grid may hold ops that
+    `family_of` maps only once they are profiled)."""
+    return case.sleep_before or case.family in SLEEP_FAMILIES or family_of(case.op) in SLEEP_FAMILIES
 
 
 def sleep_cycles(once_ms: float) -> int:
@@ -204,6 +205,7 @@ def run_profile(
     shard: tuple[int, int] = (0, 1),
     no_tf32: bool = False,
     dtypes: Sequence[str] | None = None,
+    ops: Sequence[str] | None = None,
     flip_grad_layout: bool = False,
     attention_dropout: float | None = None,
     sleep_before: bool = False,
@@ -238,6 +240,8 @@ def run_profile(
             signatures follow its own recorded setting either way.
         dtypes: time only the grids' cases whose first tensor has one of these dtypes ("float32"),
             to extend a profile after a grid gained cases of a dtype; None: every case.
+        ops: time only the grids' cases of these ops ("aten::_amp_update_scale_"), to extend a
+            profile after a grid gained ops; None: every case.
         flip_grad_layout: time only the grids' convolution backward cases, each with its grad_output
             in the other memory format than its input's (channels-last against NCHW), as models
             that permute to NHWC around a convolution (ConvNeXt's LayerNorm and Linear) hand it.
@@ -268,6 +272,11 @@ def run_profile(
     unknown = sorted(set(families) - set(FAMILIES) - {HOST_FAMILY})
     if unknown:
         raise ValueError(f"unknown families {unknown}; known: {', '.join([*FAMILIES, HOST_FAMILY])}")
+    if ops is not None:
+        gridded = {case.op for family in families if family != HOST_FAMILY for case in grid(family, quick=quick)}
+        missing = sorted(set(ops) - gridded)
+        if missing:
+            raise ValueError(f"ops {missing} have no case in the grids of families {list(families)}")
     env = _environment(torch_device)
     logger.info("profiling on %s (torch %s, CUDA %s, cuDNN %s) into %s", env["gpu_name"],
                 env["torch_version"], env["cuda_version"], env["cudnn_version"], out_dir)  # fmt: skip
@@ -295,6 +304,8 @@ def run_profile(
             cases = [c for c in (with_attention_dropout(case, attention_dropout) for case in cases) if c is not None]
         if dtypes is not None:
             cases = [case for case in cases if case.input_dtypes[:1] and case.input_dtypes[0] in dtypes]
+        if ops is not None:
+            cases = [case for case in cases if case.op in ops]
         cases = cases[shard[0]::shard[1]]
         rows, errors, lost = _profile_cases(family, cases, timer, env, quick=quick, seed=seed, from_trace=False)
         errors_by_family[family] = errors
@@ -588,6 +599,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="time only the grid cases whose first tensor has one of these dtypes, e.g. float32",
     )
     parser.add_argument(
+        "--ops", type=lambda value: tuple(value.split(",")), default=None, metavar="OP[,OP]",
+        help="time only the grid cases of these ops, e.g. aten::_amp_update_scale_ (to extend a profile after a "
+        "grid gained ops)",
+    )
+    parser.add_argument(
         "--no-tf32", action="store_true",
         help="time the grids' float32 cases with TF32 off, as scripts that set torch.backends.cudnn.allow_tf32 "
         "and torch.backends.cuda.matmul.allow_tf32 to False run them",
@@ -626,7 +642,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
         args.out, families=args.families, device=args.device, quick=args.quick, trace_dir=args.trace, seed=args.seed,
         flush_l2=not args.warm_l2, random_only=args.random_only, cnn_layouts=args.cnn_layouts,
         cudnn_benchmark=args.cudnn_benchmark,
-        shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes, flip_grad_layout=args.flip_grad_layout,
+        shard=args.shard, no_tf32=args.no_tf32, dtypes=args.dtypes, ops=args.ops, flip_grad_layout=args.flip_grad_layout,
         attention_dropout=args.attention_dropout, sleep_before=args.sleep_before,
     )
 

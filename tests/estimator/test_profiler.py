@@ -229,6 +229,17 @@ def test_shards_split_a_family_without_overlap(tmp_path):
         main(["--out", str(tmp_path), "--shard", "2/2"])
 
 
+def test_ops_times_only_the_named_ops_and_refuses_one_no_grid_has(tmp_path):
+    # GradScaler's two ops joined the foreach grid after it was profiled: --ops times just them.
+    scaler = ["aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"]
+    main(["--out", str(tmp_path), "--families", "foreach", "--quick", "--device", "cpu", "--ops", ",".join(scaler)])
+    rows = pq.read_table(tmp_path / "foreach.parquet").to_pylist()
+    assert sorted(row["op"] for row in rows) == scaler
+    assert all(row["duration_us"] > 0 for row in rows)
+    with pytest.raises(ValueError, match=r"ops \['aten::_amp_update_scale_'\] have no case"):
+        run_profile(tmp_path / "gemm", families=["gemm"], device="cpu", quick=True, ops=["aten::_amp_update_scale_"])
+
+
 def test_no_tf32_times_every_float32_case_with_tf32_off(tmp_path):
     # The grids follow PyTorch's defaults (cuDNN's float32 convolutions with TF32 on); --no-tf32 times
     # them as a script that turns TF32 off runs them, and the rows say so.
