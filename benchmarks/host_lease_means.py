@@ -34,11 +34,12 @@ _S22 = GPU / "session22_h200" / "s22a" / "host" / "host_overhead.json"
 _S23 = GPU / "session23_h200" / "s23a" / "host" / "host_overhead.json"
 _S27 = GPU / "session27_h200" / "s26a" / "host" / "host_overhead.json"
 _L = GPU / "host_phase_h200" / "lease_l" / "host_overhead.json"
+_M = GPU / "host_phase_h200" / "lease_m" / "host_overhead.json"
 _PHASE = GPU / "host_phase_h200"
 GROUPS: dict[tuple[str, ...], tuple[Path, ...]] = {
     ("rnn_cell_forward_us", "rnn_cell_backward_us"):
         (_S17 / "s17a" / "host" / "host_overhead.json", _S17 / "s17b" / "host" / "host_overhead.json",
-         _S17 / "s17c" / "host" / "host_overhead.json", _S22, _S23, _S27, _L),
+         _S17 / "s17c" / "host" / "host_overhead.json", _S22, _S23, _S27, _L, _M),
     ("checkpoint_region_us", "checkpoint_per_op_us"):
         (GPU / "host_overhead_h200_lease9_run1.json", GPU / "host_overhead_h200_lease9_run2.json",
          _PHASE / "lease_a" / "host_overhead.json", _PHASE / "lease_b" / "host_overhead.json",
@@ -46,7 +47,8 @@ GROUPS: dict[tuple[str, ...], tuple[Path, ...]] = {
          _PHASE / "lease_c" / "host_overhead_run2.json", GPU / "host_profile_h200x4" / "lease1" / "host_overhead.json",
          GPU / "multi_gpu_h200x2" / "host_overhead_h200x2.json",
          GPU / "rnn_sleep_h200" / "host_overhead_2026-12-02.json", _S17 / "s17a" / "host" / "host_overhead.json",
-         _S17 / "s17b" / "host" / "host_overhead.json", _S17 / "s17c" / "host" / "host_overhead.json", _S22, _S23, _S27, _L),
+         _S17 / "s17b" / "host" / "host_overhead.json", _S17 / "s17c" / "host" / "host_overhead.json", _S22, _S23, _S27, _L,
+         _M),
 }
 """Figure names -> the `maya profile --families host` outputs (one per lease and run) that measured
 them with the current method."""
