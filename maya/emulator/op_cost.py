@@ -165,7 +165,7 @@ ELEMENTWISE_OPS = frozenset({
     "aten::lt.Scalar", "aten::lt.Tensor", "aten::gt.Scalar", "aten::gt.Tensor", "aten::le.Scalar",
     "aten::ge.Scalar", "aten::logical_not", "aten::logical_and", "aten::bitwise_not", "aten::sign",
     "aten::erf", "aten::hardtanh", "aten::leaky_relu", "aten::square", "aten::isinf", "aten::isnan",
-    "aten::_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_",
+    "aten::_amp_update_scale_",
     *ELEMENTWISE_FLOPS_PER_ELEMENT,
 })  # fmt: skip
 """Elementwise ops: FLOPs = output elements times the per-element count."""

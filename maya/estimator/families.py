@@ -90,6 +90,9 @@ OP_FAMILIES: dict[str, str] = {
               "scatter_add_", "scatter_reduce", "masked_select", "masked_scatter", "nonzero", "take",
               "put_", "index_fill_", "_unsafe_index", "_unsafe_index_put"),
     **_family(RNN, "_cudnn_rnn", "_cudnn_rnn_backward"),
+    # torch.amp.GradScaler's unscale (a foreach kernel over the gradients) and update (one element),
+    # profiled in session 29 (foreach_grad_scaler.parquet).
+    **_family(FOREACH, "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_"),
 }
 """aten op name (overload dropped, or full name) -> family."""
 

@@ -872,10 +872,13 @@ def _foreach(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                      "amsgrad": False, "maximize": False}  # fmt: skip
             for op in ("aten::_fused_adamw_", "aten::_fused_adam_"):
                 yield make_case("foreach", op, [params, grads, moments, moments, [], steps], hyper)
-            # torch.amp.GradScaler.unscale_: one foreach kernel divides every gradient by the scale and
-            # flags non-finite ones; the inverse scale and the flag are 0-d float32 tensors.
-            scalar = _spec((), "float32")
-            yield make_case("foreach", "aten::_amp_foreach_non_finite_check_and_unscale_", [grads, scalar, scalar])
+            if dtype == "float32":
+                # torch.amp.GradScaler.unscale_: one foreach kernel divides every gradient by the scale
+                # and flags non-finite ones; the inverse scale and the flag are 0-d float32 tensors. Its
+                # CUDA kernel takes float32 and float16 gradients only (bfloat16: NotImplementedError on
+                # the H200, torch 2.11), and GradScaler refuses float16 ones: AMP's gradients are float32.
+                scalar = _spec((), "float32")
+                yield make_case("foreach", "aten::_amp_foreach_non_finite_check_and_unscale_", [grads, scalar, scalar])
     # GradScaler.update: one one-element kernel grows or backs off the scale (a 0-d float32 tensor; its
     # growth tracker is a 0-d int32 one), whatever the model (torch/amp/grad_scaler.py).
     scalar = _spec((), "float32")

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from maya.emulator.op_cost import op_cost
+from maya.estimator.families import family_of
 from maya.estimator.host_overhead import measure_host_overhead
 from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, grid, make_case
 from maya.estimator.profiler import PROFILE_SCHEMA, main, read_trace_signatures, run_profile
@@ -236,6 +237,7 @@ def test_ops_times_only_the_named_ops_and_refuses_one_no_grid_has(tmp_path):
     rows = pq.read_table(tmp_path / "foreach.parquet").to_pylist()
     assert sorted(row["op"] for row in rows) == scaler
     assert all(row["duration_us"] > 0 for row in rows)
+    assert {family_of(op) for op in scaler} == {"foreach"}  # a trace's copies of them sleep as the grid's do
     with pytest.raises(ValueError, match=r"ops \['aten::_amp_update_scale_'\] have no case"):
         run_profile(tmp_path / "gemm", families=["gemm"], device="cpu", quick=True, ops=["aten::_amp_update_scale_"])
 
