@@ -9,6 +9,10 @@ Launch (the defaults: GPT-2 124M, 16 sequences of 1024 tokens, bf16 autocast):
 
     python benchmarks/validation/workloads/gpt2.py --model 124m --batch-size 16 --seq-len 1024 --precision bf16-autocast
 
+`--precision fp16-autocast` trains under float16 autocast with `torch.amp.GradScaler` (the loss scaled
+for backward, the gradients unscaled before clipping, the step skipped on inf or NaN, the scale
+updated), as mixed-precision recipes for GPUs without bfloat16 do.
+
 The last line printed is `MAYA_RESULT {json}` with the CUDA-event time of every measured step (ms)
 and the peak memory after warm-up (bytes).
 """
@@ -183,7 +187,7 @@ def parse_args(argv=None):
     p.add_argument("--n-embd", type=int, default=None, help="override the preset's width")
     p.add_argument("--batch-size", type=int, default=16, help="sequences per step")
     p.add_argument("--seq-len", type=int, default=1024, help="tokens per sequence")
-    p.add_argument("--precision", choices=["bf16-autocast", "bf16", "fp32"], default="bf16-autocast")
+    p.add_argument("--precision", choices=["bf16-autocast", "fp16-autocast", "bf16", "fp32"], default="bf16-autocast")
     p.add_argument("--checkpoint", action="store_true", help="activation checkpointing per block")
     p.add_argument("--steps", type=int, default=12, help="measured steps")
     p.add_argument("--warmup", type=int, default=4, help="unmeasured steps before them")
@@ -197,7 +201,9 @@ def main(argv=None):
     model = build_model(args, device)
     print(f"number of parameters: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M")
     optimizer = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), device)
-    ctx = torch.autocast(device, dtype=torch.bfloat16) if args.precision == "bf16-autocast" else nullcontext()
+    autocast = {"bf16-autocast": torch.bfloat16, "fp16-autocast": torch.float16}.get(args.precision)
+    ctx = torch.autocast(device, dtype=autocast) if autocast else nullcontext()
+    scaler = torch.amp.GradScaler(device, enabled=args.precision == "fp16-autocast")
 
     events = []  # (start, end) CUDA events of each measured step
     for step in range(args.warmup + args.steps):
@@ -209,9 +215,11 @@ def main(argv=None):
         start.record()
         with ctx:
             loss = compute_loss(model, batch)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         optimizer.zero_grad(set_to_none=True)
         end.record()
         if step >= args.warmup:
