@@ -66,3 +66,23 @@ def test_tiny_training_step_on_cpu(script):
     grads = [p.grad for p in model.parameters() if p.requires_grad]
     assert grads and all(g is not None for g in grads), f"{script}: a parameter got no gradient"
     assert any(g.abs().sum() > 0 for g in grads)
+
+
+def test_fp16_grad_scaler_step_emulates_and_its_scaler_ops_are_estimated_by_a_model(tmp_path):
+    # gpt2.py --precision fp16-autocast (the held-out gpt2_124m_fp16_scaler) trains through
+    # GradScaler: its unscale and update ops are recorded, and the shipped foreach model times them.
+    import contextlib
+    import io
+
+    from maya.api import emulate
+    from maya.estimator.estimate import estimate_trace
+    from maya.trace.store import read_rank_trace
+
+    argv = [*TINY_ARGV["gpt2.py"], "--precision", "fp16-autocast", "--steps", "1", "--warmup", "1"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        summary = emulate(str(WORKLOADS_DIR / "gpt2.py"), argv, gpu="h200", trace_dir=tmp_path)
+    assert summary.exit_code == 0
+    rows = estimate_trace(read_rank_trace(tmp_path, 0), gpu="h200")
+    scaler = rows[rows["op"].isin(["aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"])]
+    assert set(scaler["op"]) == {"aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"}
+    assert set(scaler["estimate_source"]) == {"catboost"}
