@@ -172,7 +172,7 @@ def format_table(rows: list[Row]) -> str:
                     r.name,
                     "yes" if r.held_out else "no",
                     _num(r.measured_ms, ".2f"),
-                    str(r.leases),
+                    str(r.leases if r.measured_ms is not None else 0),
                     "—" if r.spread is None else f"{100 * r.spread:.1f}%",
                     _num(r.predicted_ms, ".2f"),
                     _pct(r.time_error),

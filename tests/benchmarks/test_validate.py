@@ -64,18 +64,21 @@ def test_format_table_and_summary():
                      measured_bytes=4 * GIB, predicted_bytes=5 * GIB, status="ok"),
         validate.Row(name="c", held_out=True, measured_ms=10.0, predicted_ms=None,
                      measured_bytes=GIB, predicted_bytes=None, status="FAILED: Boom | x"),
+        validate.Row(name="d", held_out=True, measured_ms=None, predicted_ms=20.0,
+                     measured_bytes=None, predicted_bytes=GIB, status="no ground truth"),
     ]
     lines = validate.format_table(rows).splitlines()
     assert lines[0].startswith("| workload | held out | measured ms | leases | lease spread | predicted ms | time error %")
     assert lines[2] == "| a | no | 100.00 | 1 | 0.5% | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | ok |"
     assert lines[3] == "| b | yes | 40.00 | 1 | — | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | ok |"
     assert lines[4] == "| c | yes | 10.00 | 1 | — | — | — | 1.00 | — | — | FAILED: Boom \\| x |"
+    assert lines[5] == "| d | yes | — | 0 | — | 20.00 | — | — | 1.00 | — | no ground truth |"  # no lease measured it
 
     summary = validate.summary_lines(rows)
     assert summary[0] == "- calibration time: median |error| 10.0%, worst |error| 10.0% (a) over 1 of 1 workloads"
-    assert summary[2] == "- held-out time: median |error| 25.0%, worst |error| 25.0% (b) over 1 of 2 workloads"
-    assert summary[4] == "- all time: median |error| 17.5%, worst |error| 25.0% (b) over 2 of 3 workloads"
-    assert summary[5] == "- all memory: median |error| 37.5%, worst |error| 50.0% (a) over 2 of 3 workloads"
+    assert summary[2] == "- held-out time: median |error| 25.0%, worst |error| 25.0% (b) over 1 of 3 workloads"
+    assert summary[4] == "- all time: median |error| 17.5%, worst |error| 25.0% (b) over 2 of 4 workloads"
+    assert summary[5] == "- all memory: median |error| 37.5%, worst |error| 50.0% (a) over 2 of 4 workloads"
     # Only workloads whose ground truth repeated within 2% across leases: a.
     assert summary[6] == ("- repeatable ground truth (lease spread <= 2%) time: median |error| 10.0%, "
                           "worst |error| 10.0% (a) over 1 of 1 workloads")
