@@ -38,6 +38,18 @@ def test_report_round_trips_and_records_provenance(fitted):
     assert (softmax["depth"], softmax["loss_function"]) == (6, "RMSE")
 
 
+def test_each_family_gets_its_tree_depth():
+    # Deep families at depth 8, cuDNN's RNNs deeper still (fit.DEPTH_BY_FAMILY), the rest at 6.
+    import catboost
+
+    from maya.estimator import fit
+
+    def depth(family):
+        return fit._regressor(catboost, family, iterations=10, seed=0, thread_count=1, categorical=[]).get_params()["depth"]
+
+    assert (depth("rnn"), depth("conv"), depth("softmax")) == (10, 8, 6)
+
+
 def test_a_report_without_model_settings_still_loads(fitted, tmp_path):
     models_dir, report = fitted
     raw = json.loads((models_dir / "fit_report.json").read_text())
