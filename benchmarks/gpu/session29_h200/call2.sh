@@ -4,8 +4,8 @@
 # float16 autocast with GradScaler) beside gpt2_124m_bf16 on the same lease; then RNN draws behind
 # the GPU sleep (seeds 100-117, every other one with TF32 off, as sessions 15-16 drew them; 97-99 were never run) until
 # RNN_END s (default 250); then convolution draws (seeds 213 onwards) until END s (default 540).
-# In /tmp/s29b, tarred to OUT/s29b.tgz. Move benchmarks/gpu/host_profile_h200x4, conv_kernels_h200
-# and random_draws_h200 out of the checkout first (the device tool's 64 MiB).
+# In /tmp/s29b, tarred to OUT/s29b.tgz. Run `bash benchmarks/gpu/device_tree.sh out` before the call
+# (the device tool's 64 MiB) and `bash benchmarks/gpu/device_tree.sh back` right after it.
 set -u
 out=${1:?usage: call2.sh OUT [END] [RNN_END]}; end=${2:-540}; rnn_end=${3:-250}; DIR=/tmp/s29b
 source benchmarks/gpu/device_call_start.sh
