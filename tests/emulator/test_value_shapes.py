@@ -128,3 +128,27 @@ def test_grad_scaler_scale_grows_as_with_finite_gradients():
             opt.zero_grad()
             scales.append(scaler.get_scale())
     assert scales == [65536.0, 131072.0, 131072.0, 262144.0, 262144.0]
+
+
+def test_hugging_face_beam_search_warns_that_it_is_not_emulated_faithfully(caplog):
+    # Beam search decodes while a beam's score could improve, which no emulated value tells: it stops
+    # after one step. The emulation says so, naming it, instead of answering silently.
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from maya.emulator.compat import BEAM_SEARCH_WARNING
+
+    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, eos_token_id=2)
+    with caplog.at_level("WARNING", logger="maya.emulator.compat"):
+        with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+            model = LlamaForCausalLM(config).cuda().eval()
+            prompt = torch.randint(3, 1000, (2, 8), device="cuda")
+            with torch.no_grad():
+                model.generate(prompt, max_new_tokens=4, do_sample=False)  # greedy: no warning
+                assert BEAM_SEARCH_WARNING not in caplog.text
+                for _ in range(2):
+                    model.generate(prompt, max_new_tokens=4, num_beams=3, do_sample=False)
+    assert caplog.text.count(BEAM_SEARCH_WARNING) == 1  # once per emulation
+    from transformers.generation.utils import GenerationMixin
+
+    assert not hasattr(GenerationMixin._beam_search, "__wrapped__")  # put back after the emulation
