@@ -15,10 +15,7 @@ values gives 1). Each emulation that runs it warns once, naming it, instead of a
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import logging
-import sys
 
 from maya.emulator.fake_mode import is_emulated_cuda
 from maya.emulator.patcher import Patcher
@@ -34,35 +31,6 @@ def _patch(module: object, patcher: Patcher) -> None:
         return not is_emulated_cuda(x) and original(x)
 
     patcher.set(module, "is_fake_tensor", is_fake_tensor)
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds `_MODULE` through the normal finders, then patches it once it has executed."""
-
-    def __init__(self, patcher: Patcher) -> None:
-        self.patcher = patcher
-        self._spec = None
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != _MODULE:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return None
-        self._inner = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module):
-        self._inner.exec_module(module)
-        _patch(module, self.patcher)
 
 
 BEAM_SEARCH_WARNING = (
@@ -91,11 +59,5 @@ def _warn_on_beam_search(module: object, patcher: Patcher) -> None:
 
 def install_compat(patcher: Patcher) -> None:
     """Apply the shims now for imported modules, and on import for the others; `patcher` undoes them."""
+    patcher.after_import(_MODULE, lambda module: _patch(module, patcher))
     patcher.after_import("transformers.generation.utils", lambda module: _warn_on_beam_search(module, patcher))
-    module = sys.modules.get(_MODULE)
-    if module is not None:
-        _patch(module, patcher)
-        return
-    finder = _PatchOnImport(patcher)
-    sys.meta_path.insert(0, finder)
-    patcher.add_cleanup(lambda: finder in sys.meta_path and sys.meta_path.remove(finder))
