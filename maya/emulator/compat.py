@@ -6,22 +6,22 @@ grouped-query attention; on a real GPU it does neither. Under emulation, the emu
 are answered as real ones. The patch applies when the module is imported, before or after the
 emulation starts.
 
-Beam search (`GenerationMixin._beam_search`) cannot be emulated faithfully: it decodes while a
-beam's score could still improve, a comparison of scores no emulated tensor knows, so under
-emulation it stops after one step and cuts its sequences to one token (an integer read of unknown
-values gives 1). Each emulation that runs it warns once, naming it, instead of answering silently.
+Beam search (`GenerationMixin._beam_search`) decodes while a beam's score could still beat the worst
+finished beam, a comparison of scores no emulated tensor knows. Under emulation no beam finishes
+before the length limit (no generated token is an end-of-sequence token: `value_hints`' `isin`
+rule), so that comparison always holds, and the loop's condition is replaced by its one part that
+stays known: the stopping criteria (the length limit) have not all hit. The search then decodes as
+many steps as on a GPU whose beams never finish early, as greedy and sampling `generate` do.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
+import torch
 
 from maya.emulator.fake_mode import is_emulated_cuda
 from maya.emulator.patcher import Patcher
 
 _MODULE = "transformers.utils.import_utils"
-logger = logging.getLogger(__name__)
 
 
 def _patch(module: object, patcher: Patcher) -> None:
@@ -33,31 +33,23 @@ def _patch(module: object, patcher: Patcher) -> None:
     patcher.set(module, "is_fake_tensor", is_fake_tensor)
 
 
-BEAM_SEARCH_WARNING = (
-    "transformers.generation.utils.GenerationMixin._beam_search (generate with num_beams > 1) is not "
-    "emulated faithfully: its loop goes on while a beam's score could still improve, which no emulated "
-    "value tells, so it decodes one step where a GPU decodes up to max_new_tokens and returns sequences "
-    "cut to one token; greedy and sampling generate run to max_new_tokens"
-)
-
-
-def _warn_on_beam_search(module: object, patcher: Patcher) -> None:
+def _beam_search_runs_to_its_length_limit(module: object, patcher: Patcher) -> None:
     mixin = getattr(module, "GenerationMixin", None)
-    original = getattr(mixin, "_beam_search", None)
+    original = getattr(mixin, "_beam_search_has_unfinished_sequences", None)
     if original is None:
         return
-    warned = []
 
-    def _beam_search(self, *args, **kwargs):
-        if not warned:
-            warned.append(True)
-            logger.warning(BEAM_SEARCH_WARNING)
-        return original(self, *args, **kwargs)
+    def _beam_search_has_unfinished_sequences(is_early_stop_heuristic_unsatisfied, is_sent_finished,
+                                              next_token_hits_stopping_criteria, early_stopping):
+        if not is_emulated_cuda(next_token_hits_stopping_criteria):  # a search on real (CPU) tensors
+            return original(is_early_stop_heuristic_unsatisfied, is_sent_finished,
+                            next_token_hits_stopping_criteria, early_stopping)
+        return ~torch.all(next_token_hits_stopping_criteria)
 
-    patcher.set(mixin, "_beam_search", functools.wraps(original)(_beam_search))
+    patcher.set(mixin, "_beam_search_has_unfinished_sequences", staticmethod(_beam_search_has_unfinished_sequences))
 
 
 def install_compat(patcher: Patcher) -> None:
     """Apply the shims now for imported modules, and on import for the others; `patcher` undoes them."""
     patcher.after_import(_MODULE, lambda module: _patch(module, patcher))
-    patcher.after_import("transformers.generation.utils", lambda module: _warn_on_beam_search(module, patcher))
+    patcher.after_import("transformers.generation.utils", lambda module: _beam_search_runs_to_its_length_limit(module, patcher))

@@ -17,7 +17,10 @@ over [0, C). Three facts follow and are propagated through views, copies and dty
   `bincount` of indices: numel / C), answered by `.item()` and compared against scalars.
 `nonzero` then returns round(numel * density) rows: top-k of E experts over N tokens gives each
 expert N * k / E tokens, the mean load a balanced router reaches. A tensor with no hint keeps
-the old placeholder (every element selected).
+the old placeholder (every element selected), and so a count of it (`mask.sum()` of a boolean mask,
+`count_nonzero`) is its size; the largest or smallest of elements sharing an expected value is that
+value, and adding a Python number shifts it (Hugging Face beam search's output length:
+`prompt_len + (beam_indices + 1).bool().sum(dim=1).max()`).
 
 Some values are known exactly (`exact`): GPU copies of small host tensors, factories' (`ones`,
 `full`, `arange`), and the small results of deterministic aten ops whose every fake input is known,
@@ -97,6 +100,22 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
 }  # fmt: skip
 _SUMS = frozenset({"aten::sum", "aten::sum.dim_IntList", "aten::count_nonzero", "aten::count_nonzero.dim_IntList"})
 """Reductions that count the nonzero elements of a 0/1 tensor (and, for sums, add up expected values)."""
+
+EXTREMES = frozenset({"aten::max", "aten::min", "aten::amax", "aten::amin"})
+"""Reductions to the largest or smallest value, which keep an expected value every element shares."""
+
+SHIFTS = frozenset({"aten::add.Tensor", "aten::add.Scalar", "aten::sub.Tensor", "aten::sub.Scalar"})
+"""Ops that shift an expected value by a Python number (`prompt_len + generated_len`)."""
+
+
+def _shifted(name: str, value: float, args: tuple, kwargs: dict) -> float | None:
+    """`value` plus (or minus) the op's Python-number operand times its alpha, or None when the
+    operand is a tensor."""
+    other = args[1] if len(args) > 1 else kwargs.get("other")
+    alpha = args[2] if len(args) > 2 else kwargs.get("alpha", 1)
+    if isinstance(other, bool) or not isinstance(other, (int, float)) or not isinstance(alpha, (int, float)):
+        return None
+    return value + alpha * other if "add" in name else value - alpha * other
 
 
 class ValueHints:
@@ -270,6 +289,11 @@ class ValueHints:
         if name in INDEX_SOURCES:
             self._index_source(name, args, kwargs, out)
             return
+        if name in _SUMS and isinstance(out, FakeTensor) and self._unknown_mask(name, first):
+            # A count of a mask Maya knows nothing about counts every element, as `nonzero` of it
+            # selects every element: `(beam_indices + 1).bool().sum(dim=1)` is the full length.
+            self.set(out, Hint(value=first.numel() / max(out.numel(), 1)))
+            return
         if not self._hints or not isinstance(out, torch.Tensor):
             return
         hint = self.get(first)
@@ -286,6 +310,12 @@ class ValueHints:
             self.set(out, Hint(value=hint.density))
         elif name == "aten::histc" and hint.index_range:
             self.set(out, Hint(value=first.numel() / out.numel()))
+        elif name in EXTREMES and hint.value is not None and hint.density is None:
+            self.set(out, Hint(value=hint.value))  # every element expected equal: so is the largest
+        elif name in SHIFTS and hint.value is not None and hint.density is None:
+            shifted = _shifted(name, hint.value, args, kwargs)
+            if shifted is not None:
+                self.set(out, Hint(value=shifted))  # a length plus a prompt length
 
     def selected_count(self, mask: torch.Tensor) -> int:
         """How many elements of `mask` a `nonzero` selects: numel * density, or every element."""
@@ -381,6 +411,13 @@ class ValueHints:
         elif hint.value is not None and not isinstance(other, torch.Tensor) and isinstance(other, (int, float)):
             lhs, rhs = (hint.value, other) if ha is not None else (other, hint.value)
             self.set(out, Hint(density=float(_COMPARE[base](lhs, rhs))))
+
+    def _unknown_mask(self, name: str, x: object) -> bool:
+        """Whether `x` is a mask with neither known values nor a hint, whose count `name` takes: a
+        boolean tensor for a sum, any tensor for `count_nonzero`."""
+        if not isinstance(x, FakeTensor) or self.get(x) is not None or self.exact(x) is not None:
+            return False
+        return x.dtype is torch.bool or name.startswith("aten::count_nonzero")
 
     def _sum(self, name: str, hint: Hint, x: torch.Tensor, out: torch.Tensor) -> None:
         per_output = x.numel() / max(out.numel(), 1)  # elements reduced into each output

@@ -130,25 +130,34 @@ def test_grad_scaler_scale_grows_as_with_finite_gradients():
     assert scales == [65536.0, 131072.0, 131072.0, 262144.0, 262144.0]
 
 
-def test_hugging_face_beam_search_warns_that_it_is_not_emulated_faithfully(caplog):
-    # Beam search decodes while a beam's score could improve, which no emulated value tells: it stops
-    # after one step. The emulation says so, naming it, instead of answering silently.
+def test_hugging_face_beam_search_runs_to_its_length_limit():
+    # Its loop goes on while a beam could beat the worst finished one: under emulation no beam
+    # finishes early (no token is an end-of-sequence token), so it decodes to max_new_tokens, and the
+    # output is cut to the generated length that its beam indices count (every position).
     from transformers import LlamaConfig, LlamaForCausalLM
-
-    from maya.emulator.compat import BEAM_SEARCH_WARNING
-
-    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, eos_token_id=2)
-    with caplog.at_level("WARNING", logger="maya.emulator.compat"):
-        with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
-            model = LlamaForCausalLM(config).cuda().eval()
-            prompt = torch.randint(3, 1000, (2, 8), device="cuda")
-            with torch.no_grad():
-                model.generate(prompt, max_new_tokens=4, do_sample=False)  # greedy: no warning
-                assert BEAM_SEARCH_WARNING not in caplog.text
-                for _ in range(2):
-                    model.generate(prompt, max_new_tokens=4, num_beams=3, do_sample=False)
-    assert caplog.text.count(BEAM_SEARCH_WARNING) == 1  # once per emulation
     from transformers.generation.utils import GenerationMixin
 
-    assert not hasattr(GenerationMixin._beam_search, "__wrapped__")  # put back after the emulation
+    original = GenerationMixin.__dict__["_beam_search_has_unfinished_sequences"]
+    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, eos_token_id=2)
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+        model = LlamaForCausalLM(config).cuda().eval()
+        prompt = torch.randint(3, 1000, (2, 8), device="cuda")
+        with torch.no_grad():
+            out = model.generate(prompt, max_new_tokens=5, num_beams=3, do_sample=False)
+        assert tuple(out.shape) == (2, 13)
+        module = ROW_FIELDS.index("module")
+        lm_heads = [r for r in state.rows if r[OP] == "aten::mm" and r[module] == "lm_head"]
+        assert len(lm_heads) == 5  # one decoding step per new token, as on a GPU
+    assert GenerationMixin.__dict__["_beam_search_has_unfinished_sequences"] is original  # put back
+
+
+def test_counts_of_unknown_masks_count_every_element_and_lengths_add_up():
+    # A mask Maya knows nothing about selects every element (`nonzero`), so its count is its size;
+    # the largest of equal expected values is that value, and a Python number shifts it.
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        positions = torch.randint(-1, 3, (6, 5), device="cuda")  # random: unknown values
+        lengths = (positions + 1).bool().sum(dim=1)
+        assert lengths[0].item() == 5 and lengths.max().item() == 5 and (8 + lengths.max()).item() == 13
+        assert torch.count_nonzero(positions).item() == 30
+        assert (lengths.max() - 2).item() == 3
