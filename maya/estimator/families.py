@@ -106,11 +106,14 @@ OP_FAMILY_PREFIXES: dict[str, str] = {
 
 
 ROOFLINE_BY_DESIGN = frozenset({"aten::zeros", "aten::ones", "aten::full", "aten::randn", "aten::rand",
-                                "aten::randint"})
+                                "aten::randint", "aten::new_zeros", "aten::new_ones", "aten::new_full",
+                                "aten::scalar_tensor"})
 """Tensor factories and random generators (overloads included): measured on the H200 in session 23
 but left to roofline on purpose, as refitting the elementwise model with them made its calibration
 pairs worse (benchmarks/results/fit_choices_h200.md). They are timed by roofline without the warning
-about ops no model covers."""
+about ops no model covers. `new_zeros`, `new_ones`, `new_full` and `scalar_tensor` (a 0-d `full`)
+launch the same fill kernel as the factories measured (added in session 29, not measured: Hugging
+Face `generate` runs them)."""
 
 
 def roofline_by_design(op: str) -> bool:
