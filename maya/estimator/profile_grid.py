@@ -579,6 +579,18 @@ def _elementwise(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 yield make_case("elementwise", op, args, kwargs)
             if numel >= 1024:  # bias add: [T, C] + [C]
                 yield make_case("elementwise", "aten::add.Tensor", [x, _spec((x.shape[-1],), dtype)])
+    yield from _token_cases(quick)
+
+
+def _token_cases(quick: bool) -> Iterator[ProfileCase]:
+    """Integer ops of generation loops over token ids: beam search's `topk_indices // vocab_size`
+    (`floor_divide` by a 0-d tensor, as a Python divisor reaches the op) and the end-of-sequence check
+    `isin(tokens, eos_ids)`, from one token to 16M. Added in session 29, not yet profiled: no family
+    maps them until they are."""
+    for numel in [1, 1000] if quick else [4**k for k in range(13)]:
+        tokens = _spec((numel,), "int64")
+        yield make_case("elementwise", "aten::floor_divide", [tokens, _spec((), "int64")])
+        yield make_case("elementwise", "aten::isin.Tensor_Tensor", [tokens, _spec((2,), "int64")])
 
 
 def _reduction(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:

@@ -317,6 +317,8 @@ def _fill_rules(base: str, args: list, kwargs: dict, shapes: Sequence[Sequence[i
         mark_list(_get(args, kwargs, 4, "running_var"), FLOAT_FILL_ABS)
     elif base in ("_foreach_sqrt", "_foreach_sqrt_", "sqrt", "rsqrt", "log"):
         mark_list(_get(args, kwargs, 0, "self"), FLOAT_FILL_ABS)
+    elif base in ("floor_divide", "floor_divide_"):
+        mark_list(_get(args, kwargs, 1, "other"), FLOAT_FILL_ONES)  # an integer divisor of 0 raises
     return rules
 
 

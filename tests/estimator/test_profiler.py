@@ -46,6 +46,14 @@ def test_quick_profile_writes_documented_columns(quick_profile):
             assert row["gpu_name"].startswith("cpu")
 
 
+def test_generation_token_ops_are_timed_with_a_nonzero_integer_divisor(quick_profile):
+    # Beam search's `indices // vocab` and the end-of-sequence `isin` joined the elementwise grid; an
+    # integer floor_divide by the zeros integer tensors are otherwise filled with would raise.
+    rows = pq.read_table(quick_profile / "elementwise.parquet").to_pylist()
+    timed = {(row["op"], row["input_shapes"][0][0]) for row in rows if row["input_dtypes"][:1] == ["int64"]}
+    assert timed >= {("aten::floor_divide", 1000), ("aten::isin.Tensor_Tensor", 1000)}
+
+
 def test_gemm_rows_carry_op_cost_and_layouts(quick_profile):
     rows = pq.read_table(quick_profile / "gemm.parquet").to_pylist()
     addmm = next(r for r in rows if r["op"] == "aten::addmm")
