@@ -39,7 +39,7 @@ def test_report_round_trips_and_records_provenance(fitted):
 
 
 def test_each_family_gets_its_tree_depth():
-    # Deep families at depth 8, cuDNN's RNNs deeper still (fit.DEPTH_BY_FAMILY), the rest at 6.
+    # Deep families at depth 8, RNNs and convolutions deeper still (fit.DEPTH_BY_FAMILY), the rest at 6.
     import catboost
 
     from maya.estimator import fit
@@ -47,7 +47,7 @@ def test_each_family_gets_its_tree_depth():
     def depth(family):
         return fit._regressor(catboost, family, iterations=10, seed=0, thread_count=1, categorical=[]).get_params()["depth"]
 
-    assert (depth("rnn"), depth("conv"), depth("softmax")) == (10, 8, 6)
+    assert (depth("rnn"), depth("conv"), depth("gemm"), depth("softmax")) == (10, 10, 8, 6)
 
 
 def test_a_report_without_model_settings_still_loads(fitted, tmp_path):
