@@ -272,9 +272,10 @@ def run_profile(
     unknown = sorted(set(families) - set(FAMILIES) - {HOST_FAMILY})
     if unknown:
         raise ValueError(f"unknown families {unknown}; known: {', '.join([*FAMILIES, HOST_FAMILY])}")
+    part = "random" if random_only else "cnn" if cnn_layouts else "all"
+    grids = {family: grid(family, quick=quick, seed=seed, part=part) for family in families if family != HOST_FAMILY}
     if ops is not None:
-        gridded = {case.op for family in families if family != HOST_FAMILY for case in grid(family, quick=quick)}
-        missing = sorted(set(ops) - gridded)
+        missing = sorted(set(ops) - {case.op for cases in grids.values() for case in cases})
         if missing:
             raise ValueError(f"ops {missing} have no case in the grids of families {list(families)}")
     env = _environment(torch_device)
@@ -293,7 +294,7 @@ def run_profile(
                 continue
             (out_dir / "host_overhead.json").write_text(json.dumps({**overhead, **env}, indent=2))
             continue
-        cases = grid(family, quick=quick, seed=seed, part="random" if random_only else "cnn" if cnn_layouts else "all")
+        cases = grids[family]
         if cudnn_benchmark:
             cases = [_with_cudnn_benchmark(case) for case in cases]
         if no_tf32:
