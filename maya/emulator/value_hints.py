@@ -87,6 +87,9 @@ class Hint:
     """Expected value of every element."""
 
 
+EVERY_ELEMENT = Hint(density=1.0)
+"""What a tensor with no hint amounts to when its elements are selected or counted (`selected_count`)."""
+
 INDEX_SOURCES = frozenset({"aten::topk", "aten::sort", "aten::sort.stable", "aten::argsort", "aten::argsort.stable",
                            "aten::argmax", "aten::argmin", "aten::max.dim", "aten::min.dim"})  # fmt: skip
 """Ops whose integer output indexes a dimension of their input: values uniform over that dimension."""
@@ -292,7 +295,7 @@ class ValueHints:
         if name in _SUMS and isinstance(out, FakeTensor) and self._unknown_mask(name, first):
             # A count of a mask Maya knows nothing about counts every element, as `nonzero` of it
             # selects every element: `(beam_indices + 1).bool().sum(dim=1)` is the full length.
-            self.set(out, Hint(value=first.numel() / max(out.numel(), 1)))
+            self._sum(name, EVERY_ELEMENT, first, out)
             return
         if not self._hints or not isinstance(out, torch.Tensor):
             return
@@ -415,7 +418,7 @@ class ValueHints:
     def _unknown_mask(self, name: str, x: object) -> bool:
         """Whether `x` is a mask with neither known values nor a hint, whose count `name` takes: a
         boolean tensor for a sum, any tensor for `count_nonzero`."""
-        if not isinstance(x, FakeTensor) or self.get(x) is not None or self.exact(x) is not None:
+        if not isinstance(x, FakeTensor) or not self._unknown(x) or self.get(x) is not None:
             return False
         return x.dtype is torch.bool or name.startswith("aten::count_nonzero")
 
