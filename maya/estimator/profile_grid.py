@@ -850,6 +850,7 @@ def _param_lists(quick: bool) -> list[list[int]]:
 
 
 def _foreach(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
+    scalar = _spec((), "float32")  # GradScaler's scale, inverse scale and non-finite flag
     for dtype in ("float32",) if quick else ("float32", "bfloat16"):
         lists = _param_lists(quick)
         if dtype == "bfloat16":
@@ -889,11 +890,9 @@ def _foreach(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 # and flags non-finite ones; the inverse scale and the flag are 0-d float32 tensors. Its
                 # CUDA kernel takes float32 and float16 gradients only (bfloat16: NotImplementedError on
                 # the H200, torch 2.11), and GradScaler refuses float16 ones: AMP's gradients are float32.
-                scalar = _spec((), "float32")
                 yield make_case("foreach", "aten::_amp_foreach_non_finite_check_and_unscale_", [grads, scalar, scalar])
     # GradScaler.update: one one-element kernel grows or backs off the scale (a 0-d float32 tensor; its
     # growth tracker is a 0-d int32 one), whatever the model (torch/amp/grad_scaler.py).
-    scalar = _spec((), "float32")
     yield make_case("foreach", "aten::_amp_update_scale_", [scalar, _spec((), "int32"), scalar, 2.0, 0.5, 2000])
 
 
