@@ -85,9 +85,8 @@ class NcclRuntime:
 
     def issue(self, call: CommCall, *, async_op: bool) -> int:
         """Record `call` (or add it to its group's open batch); returns the end event id (-1 if batched)."""
-        if self.state.values is not None:
-            for t in call.outputs:  # the call writes them: values known before are not any more
-                self.state.values.written(t)
+        if self.state.values is not None:  # the call writes them: values known before mostly are not any more
+            self.state.values.collective(call.op, call.reduce_op, call.outputs, root=call.root == self.state.config.rank)
         batch = self.batches.get(call.group_name)
         if batch is not None:
             batch.calls.append(call)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+import weakref
 
 import torch
 import torch.nn as nn
@@ -25,6 +26,7 @@ from maya.emulator.conv_layout import install_conv_layout
 from maya.emulator.ctc_loss import install_ctc_loss
 from maya.emulator.cuda_api import install_cuda_api
 from maya.emulator.data_constructors import install_data_constructors
+from maya.emulator.deepspeed_compat import install_deepspeed
 from maya.emulator.distributed import install_distributed
 from maya.emulator.events import EventKind
 from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
@@ -87,6 +89,7 @@ class EmulationSession:
             _patch_data_workers(patcher)
             _patch_foreach(patcher)
             install_compat(patcher)
+            install_deepspeed(patcher)
             _patch_compile(patcher)
             self._tracker = ModuleTracker()
             state.nccl = NcclRuntime(state, self._tracker)
@@ -179,6 +182,18 @@ def _patch_movement(patcher: Patcher) -> None:
     patcher.set(torch.Tensor, "to", to)
     patcher.set(torch.Tensor, "cuda", cuda)
     patcher.set(nn.Module, "_apply", _module_apply)
+    original_init = torch.optim.Optimizer.__init__
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        _OPTIMIZERS.add(self)
+
+    patcher.set(torch.optim.Optimizer, "__init__", __init__)
+    patcher.add_cleanup(_OPTIMIZERS.clear)
+
+
+_OPTIMIZERS: weakref.WeakSet = weakref.WeakSet()
+"""The optimizers the running emulation has made (`_repoint_optimizers`)."""
 
 
 def _patch_foreach(patcher: Patcher) -> None:
@@ -205,6 +220,28 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
     if recurse:
         for module in self.children():
             _module_apply(module, fn, True, converted)
+    _convert_own(self, fn, converted)
+    if _converted is None and converted:
+        _repoint_optimizers(_OPTIMIZERS, converted)
+    return self
+
+
+def _repoint_optimizers(optimizers, converted: dict) -> None:
+    """Point optimizers made before a module was moved at its rebuilt parameters (and their state),
+    as they hold the same Parameter objects on a GPU, where the move swaps each one's data in place:
+    `opt = AdamW(model.parameters()); model.cuda()` then steps the parameters on the GPU (DeepSpeed's
+    `initialize` moves a model whose client optimizer is already built)."""
+    for optimizer in list(optimizers):
+        for group in optimizer.param_groups:
+            group["params"] = [converted[id(p)][1] if id(p) in converted and converted[id(p)][0] is p else p
+                               for p in group["params"]]
+        state = optimizer.state
+        for old in [p for p in state if id(p) in converted and converted[id(p)][0] is p]:
+            state[converted[id(old)][1]] = state.pop(old)
+
+
+def _convert_own(self: nn.Module, fn, converted: dict) -> None:
+    """`_module_apply`'s conversion of `self`'s own parameters and buffers."""
     for key, param in self._parameters.items():
         if param is None:
             continue
@@ -227,7 +264,6 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
     for key, buf in self._buffers.items():
         if buf is not None:
             self._buffers[key] = fn(buf)
-    return self
 
 
 def _patch_finite_checks(patcher: Patcher, recorder: Recorder) -> None:
@@ -241,6 +277,8 @@ def _patch_finite_checks(patcher: Patcher, recorder: Recorder) -> None:
             out = _original(x, *args, **kwargs)
             if isinstance(out, torch.Tensor):
                 recorder.remember_true(out)
+                if recorder.values.exact(out) is None:
+                    recorder.values.assume(out, True)
             return out
 
         patcher.set(owner, "isfinite", isfinite)

@@ -74,6 +74,21 @@ membership tests find no element (no generated token is an end-of-sequence token
 its length limit), and gradient unscaling finds nothing non-finite (GradScaler's flag stays 0 and its
 scale grows as with finite gradients). The "nothing is wrong" placeholder, as `.item()`'s 0."""
 
+FINITENESS_CHECKS = frozenset({"aten::isnan", "aten::isinf", "aten::isposinf", "aten::isneginf"})
+"""Checks that find nothing in values the emulation does not know (`ValueHints.assume` False): no value
+is NaN or infinite. `torch.isfinite`, which PyTorch decomposes into comparisons, is answered all True
+by the emulation's patch of it. The answers compute on: DeepSpeed's overflow check
+`isfinite(g.amax()).logical_and(isfinite(g.amin())).logical_not()`, summed over the gradients, reads 0,
+so its step is not skipped; `isnan(g).sum()` counts none."""
+
+AGREEING_REDUCTIONS = frozenset({"max", "min", "avg", "band", "bor"})
+"""All-reduce ops whose result is every rank's value when the ranks agree. A collective forgets the
+values it writes, except an all-reduce of these ops of values this rank knows, where every rank of
+the group is taken to hold the same (the ranks of a rank class are alike), so a flag that ranks agree
+on (DeepSpeed's overflow flag, all-reduced with MAX) stays known; and the root's own values of a
+broadcast. A sum is not kept (a count that differs between ranks would be silently wrong), nor what
+another rank broadcasts (`torch.tensor(n if rank == 0 else -1)` differs by rank)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Hint:
@@ -170,6 +185,26 @@ class ValueHints:
         if isinstance(t, FakeTensor) and self._exact_storages:
             for key in list(self._exact_storages.get(t.untyped_storage()._cdata, ())):
                 self._forget(key)
+
+    def assume(self, t: object, value: bool | int | float) -> None:
+        """Take every element of `t` to be `value` (a check answered "nothing is wrong"): its values,
+        where `t` is small enough to compute on (`_computed_limit`), else a hint (counts, `nonzero`
+        and `.item()` follow it)."""
+        if not isinstance(t, FakeTensor):
+            return
+        if t.numel() <= _computed_limit(t.dtype):
+            with unset_fake_temporarily():
+                self._set_exact(t, torch.full(tuple(t.shape), value, dtype=t.dtype))
+        else:
+            self.set(t, Hint(density=float(value != 0), value=float(value)))
+
+    def collective(self, op: str, reduce_op: str | None, outputs: tuple, *, root: bool) -> None:
+        """A collective wrote `outputs` (`root`: this rank is its root): their values are forgotten,
+        except as `AGREEING_REDUCTIONS` says."""
+        keeps = (op == "broadcast" and root) or (op == "all_reduce" and reduce_op in AGREEING_REDUCTIONS)
+        for t in outputs:
+            if not (keeps and self.exact(t) is not None):
+                self.written(t)
 
     def _in_place(self, func, args: tuple, kwargs: dict) -> None:
         """A write: what it writes is forgotten, unless the op runs on known values only and writes
@@ -284,6 +319,8 @@ class ValueHints:
                 self.written(answer)
                 with unset_fake_temporarily():
                     self._set_exact(answer, torch.zeros(tuple(answer.shape), dtype=answer.dtype))
+        elif name in FINITENESS_CHECKS and self._unknown(first):
+            self.assume(out, False)
         elif name == "aten::_to_copy" and _small_host(first) and isinstance(out, FakeTensor):
             with unset_fake_temporarily():
                 self._set_exact(out, first.clone())  # a GPU copy of Python data: up to EXACT_MAX_NUMEL
@@ -309,6 +346,10 @@ class ValueHints:
             self._sum(name, hint, first, out)
         elif name in PRESERVING_OPS or _is_view(func):
             self.set(out, hint)
+        elif base in ("any", "all") and hint.density is not None:
+            # Whether any / every element is nonzero: a check's hinted answer computes on
+            # (ZeRO-3 ORs `isinf(flat_grads).any()` into a flag it reads after an all-reduce).
+            self.assume(out, hint.density > 0 if base == "any" else hint.density >= 1)
         elif name in ("aten::mean", "aten::mean.dim") and hint.density is not None:
             self.set(out, Hint(value=hint.density))
         elif name == "aten::histc" and hint.index_range:
@@ -321,7 +362,12 @@ class ValueHints:
                 self.set(out, Hint(value=shifted))  # a length plus a prompt length
 
     def selected_count(self, mask: torch.Tensor) -> int:
-        """How many elements of `mask` a `nonzero` selects: numel * density, or every element."""
+        """How many elements of `mask` a `nonzero` selects: its nonzero values where known (`exact`),
+        else numel * density, or every element."""
+        exact = self.exact(mask)
+        if exact is not None:
+            with unset_fake_temporarily():
+                return int(torch.count_nonzero(exact))
         hint = self.get(mask)
         if hint is None or hint.density is None:
             return mask.numel()

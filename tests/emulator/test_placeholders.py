@@ -22,6 +22,25 @@ def test_finiteness_checks_and_their_negations_answer_nothing_is_wrong():
         loss.backward()
 
 
+@pytest.mark.parametrize("numel", [1000, 100_000])  # values computed on the host / a hint
+def test_finiteness_answers_compute_on_into_counts_and_flags(numel):
+    # DeepSpeed's overflow checks: ZeRO-1/2 sum `~(isfinite(g.amax()) & isfinite(g.amin()))` into a
+    # float counter, ZeRO-3 ORs `isinf(flat).any()` into a flag, each read on the host after an
+    # all-reduce; a count of NaNs is none.
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        g = torch.randn(numel, device="cuda")
+        invalid = torch.zeros([1], device="cuda")
+        invalid += torch.isfinite(g.amax()).logical_and(torch.isfinite(g.amin())).logical_not()
+        assert invalid.item() == 0.0 and not bool(invalid.bool()) and invalid.byte()[0].item() == 0
+        assert torch.isnan(g).sum().item() == 0 and torch.isinf(g).count_nonzero().item() == 0
+        assert torch.isposinf(g).nonzero().shape[0] == 0 and g[torch.isneginf(g)].shape[0] == 0
+        assert torch.isfinite(g).sum().item() == numel and torch.isfinite(g).all().item()
+        tracker = torch.zeros(1, dtype=torch.bool, device="cuda")  # ZeRO-3's: ORed in place, read as uint8
+        tracker.logical_or_(torch.isinf(g).any())
+        tracker.logical_or_(torch.isnan(g).any())
+        assert tracker.clone().to(torch.uint8).item() == 0
+
+
 def test_item_in_inference_mode_is_the_placeholder():
     # Under inference mode `item` reaches the dispatch modes undecomposed; it failed as an op whose
     # result depends on tensor values (validation loops: `total += loss.item()`).
@@ -84,3 +103,4 @@ def test_a_loop_waiting_for_an_unknown_value_is_stopped_with_a_message(monkeypat
             for _ in range(900):
                 model(x).sum().item()
             opt.step()
+

@@ -254,3 +254,8 @@ def test_patches_for_a_module_apply_when_it_is_imported(tmp_path, monkeypatch):
     patcher.restore()
     assert module.VALUE == 1 and not any(type(f).__name__ == "_AfterImport" for f in sys.meta_path)
     del sys.modules["maya_fresh_module"]
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_collectives_keep_the_values_ranks_agree_on_and_the_roots_own(rank):
+    _emulate("collective_values.py", [], rank=rank, world_size=2)  # the script asserts what each rank reads

@@ -245,6 +245,32 @@ def test_accelerate_ranks_emulated_one_after_another_in_one_process(tmp_path):
     assert _collectives(tmp_path / "t", 1, "all_reduce")  # DDP's gradient all-reduce on rank 1 too
 
 
+@pytest.mark.parametrize("stage, precision, optimizer", [(1, "bf16", "client"), (2, "bf16", "fused"), (3, "fp16", "fused")])
+def test_deepspeed_zero_steps_on_both_ranks(tmp_path, stage, precision, optimizer):
+    # DeepSpeed compiles FusedAdam on first use (under emulation: Maya's stand-in, PyTorch's fused
+    # AdamW op); its overflow check reads "no NaN or infinity" through an all-reduce MAX, so no step
+    # is skipped; ZeRO-3's rank-agreement broadcasts pass; a PyTorch optimizer built before
+    # `initialize` moves the model steps the moved parameters; rank 1, emulated after rank 0 in the
+    # same process, finds none of rank 0's process groups left in DeepSpeed's globals.
+    s = maya.emulate(SCRIPTS / "deepspeed_zero.py", [str(stage), precision, optimizer], nproc_per_node=2,
+                     trace_dir=tmp_path / "t", in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    assert s.emulated_ranks == [0, 1] and len(s.iterations) == 3 and all(it.time_ms > 0 for it in s.iterations)
+    for rank in (0, 1):
+        rows = read_rank_trace(tmp_path / "t", rank).to_pylist()
+        step_ops = {r["op"] for r in rows if r["phase"] == "optimizer" and r["kind"] == "kernel" and r["iteration"] == 2}
+        assert ("aten::_fused_adamw_" in step_ops) == (optimizer == "fused"), step_ops
+        assert optimizer == "fused" or any(op.startswith("aten::_foreach_") for op in step_ops), step_ops
+        assert _collectives(tmp_path / "t", rank, "all_gather", iteration=2)  # updated or gathered parameters
+
+
+def test_deepspeed_cpu_offload_is_refused_by_name(tmp_path):
+    s = maya.emulate(SCRIPTS / "deepspeed_zero.py", ["2", "bf16", "offload"], nproc_per_node=2,
+                     trace_dir=tmp_path / "t", in_process=True, dedup=False)
+    assert s.exit_code == 1 and s.error.startswith(("[rank 0]", "[rank 1]"))
+    assert "Maya cannot emulate DeepSpeed's compiled op 'cpu_adam'" in s.error and '"offload_optimizer"' in s.error
+
+
 def test_ddp_find_unused_parameters_runs_and_all_reduces_the_used_map(tmp_path):
     # The reducer stages its map of used parameters in pinned host memory and asserts that it is
     # pinned: the emulation's factories asked for pinned memory now count as pinned.

@@ -1,0 +1,148 @@
+"""DeepSpeed under emulation: its compiled CUDA ops, and its process-wide distributed state.
+
+DeepSpeed builds each CUDA extension it uses (FusedAdam, FusedLamb, CPUAdam, its transformer and
+inference kernels, ...) with nvcc the first time a script loads it (`OpBuilder.load`). With no CUDA
+toolkit that build fails deep inside `torch.utils.cpp_extension` with an error about CUDA_HOME that
+says nothing about the op. Under emulation `load` returns Maya's stand-in for the ops it emulates and
+raises `UnsupportedOperation` naming the op, its builder and what to use instead for the others.
+
+FusedAdam (`fused_adam`, what DeepSpeed's `"optimizer": {"type": "Adam" / "AdamW"}` runs on a GPU):
+its multi-tensor kernel reads the gradients and writes the parameters and both moments, as PyTorch's
+fused Adam(W) kernel does, and is recorded as that op (`aten::_fused_adamw_` in AdamW mode, else
+`aten::_fused_adam_`) on the same lists, timed by the foreach model. PyTorch's op reads a step tensor
+per parameter where DeepSpeed's passes the step as a number: those 0-d tensors are made once per
+parameter list (the fills land in the first iteration) and reused.
+
+The patch applies when `deepspeed.ops.op_builder.builder` is imported, before or after the emulation
+starts; builders outside an emulation load as DeepSpeed loads them.
+
+ZeRO-3 checks that the ranks agree on its module and parameter order
+(`deepspeed.runtime.zero.utils.assert_ints_same_as_other_ranks`): each rank broadcasts rank 0's list
+and compares it with its own. What rank 0 sends is not known to another rank's emulation, so the
+check would fail on the placeholder; under emulation its two broadcasts (and the host reads that
+follow them) are issued on this rank's own lists, which pass: the ranks of a rank class are alike.
+
+Rank emulations share worker processes (maya.world.rank_emulation), and DeepSpeed keeps the
+distributed run it set up in module globals (`deepspeed.comm.comm.cdb`, the process groups of
+`deepspeed.utils.groups`): left set, the next emulation in the process used the previous world's
+groups ("Group ... is not registered"). At the end of each emulation those modules' simple globals
+(None, numbers, strings, empty containers at import) go back to their values at import.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+
+import torch
+
+from maya.emulator import state as st
+from maya.emulator.patcher import Patcher
+from maya.emulator.recorder import UnsupportedOperation
+
+_MODULE = "deepspeed.ops.op_builder.builder"
+
+STATE_MODULES = ("deepspeed.comm.comm", "deepspeed.utils.groups")
+"""DeepSpeed modules whose globals hold the distributed run (its backend, its process groups)."""
+
+_AT_IMPORT: dict[str, dict[str, object]] = {}
+"""Module name -> its simple globals as first seen (right after import), kept for the process."""
+
+_SIMPLE = (type(None), bool, int, float, str)
+
+_ON_THE_GPU = 'keep the optimizer on the GPU ("offload_optimizer": {"device": "none"}): an optimizer step on the host CPU is not timed'
+_INSTEAD = {
+    "cpu_adam": _ON_THE_GPU,
+    "cpu_adagrad": _ON_THE_GPU,
+    "cpu_lion": _ON_THE_GPU,
+    "fused_lamb": 'use "Adam" or "AdamW", or a PyTorch optimizer passed to deepspeed.initialize',
+    "fused_lion": 'use "Adam" or "AdamW", or a PyTorch optimizer passed to deepspeed.initialize',
+}
+"""Builder name -> what runs under emulation instead, for ops a training config commonly names."""
+
+
+class _FusedAdam:
+    """Stand-in for DeepSpeed's compiled `fused_adam` module."""
+
+    def __init__(self) -> None:
+        self._steps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def multi_tensor_adam(self, chunk_size, noop_flag, tensor_lists, lr, beta1, beta2, epsilon, step, mode,
+                          bias_correction, weight_decay) -> None:
+        grads, params, exp_avgs, exp_avg_sqs = (list(tensors) for tensors in tensor_lists)
+        if not params:
+            return
+        steps = self._steps.get(params[0])
+        if steps is None or len(steps) != len(params):
+            steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in params]
+            self._steps[params[0]] = steps
+        fused = torch._fused_adamw_ if mode else torch._fused_adam_
+        fused(params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=float(lr), beta1=float(beta1), beta2=float(beta2),
+              weight_decay=float(weight_decay), eps=float(epsilon), amsgrad=False, maximize=False)
+
+
+def _patch(module: object, patcher: Patcher) -> None:
+    builder_class = module.OpBuilder
+    original = builder_class.load
+
+    def load(self, verbose=False):
+        if not st.is_active():
+            return original(self, verbose)
+        name = getattr(self, "name", type(self).__name__)
+        if name == "fused_adam":
+            return _FusedAdam()
+        instead = _INSTEAD.get(name, "use a PyTorch implementation of it (DeepSpeed configs often have a switch)")
+        raise UnsupportedOperation(
+            f"Maya cannot emulate DeepSpeed's compiled op {name!r} ({type(self).__module__}.{type(self).__name__}): "
+            f"DeepSpeed compiles it on first use and Maya has no stand-in for it; {instead}")
+
+    patcher.set(builder_class, "load", load)
+
+
+def _agreeing_ranks(module: object, patcher: Patcher) -> None:
+    """ZeRO-3's rank-agreement checks, issued on this rank's own values (the module docstring)."""
+
+    def broadcast_own(values) -> list:
+        import torch.distributed as dist
+
+        t = torch.tensor(values, dtype=torch.int64, device=torch.device("cuda", torch.cuda.current_device()))
+        dist.broadcast(t, src=0, async_op=False)
+        t.cpu()  # DeepSpeed reads the result on the host
+        return values
+
+    patcher.set(module, "assert_lst_len_same_as_other_ranks", lambda lst: broadcast_own(len(lst)) and None)
+    patcher.set(module, "get_lst_from_rank0", lambda lst: list(broadcast_own(list(lst))))
+
+
+def _remember(module: object) -> None:
+    """Keep `module`'s simple globals as they are now, unless kept already."""
+    if module.__name__ not in _AT_IMPORT:
+        _AT_IMPORT[module.__name__] = {
+            name: (value if isinstance(value, _SIMPLE) else type(value))
+            for name, value in vars(module).items()
+            if not name.startswith("__") and (isinstance(value, _SIMPLE) or (type(value) in (dict, list, set) and not value))
+        }
+
+
+def _reset(module: object) -> None:
+    """Put `module`'s remembered globals back: values as they were, containers emptied."""
+    for name, value in _AT_IMPORT.get(module.__name__, {}).items():
+        current = getattr(module, name, None)
+        if isinstance(value, type):
+            if type(current) is value:
+                current.clear()
+            else:
+                setattr(module, name, value())
+        else:
+            setattr(module, name, value)
+
+
+def install_deepspeed(patcher: Patcher) -> None:
+    """Patch DeepSpeed's op loading, and reset its distributed state when the emulation ends, now for
+    modules imported and on import for the others; `patcher` undoes it."""
+    patcher.after_import(_MODULE, lambda module: _patch(module, patcher))
+    patcher.after_import("deepspeed.runtime.zero.utils", lambda module: _agreeing_ranks(module, patcher))
+    for name in STATE_MODULES:
+        patcher.after_import(name, _remember)
+    patcher.add_cleanup(lambda: [_reset(sys.modules[name]) for name in STATE_MODULES if name in sys.modules])
+
