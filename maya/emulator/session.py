@@ -184,16 +184,46 @@ def _patch_movement(patcher: Patcher) -> None:
     patcher.set(nn.Module, "_apply", _module_apply)
     original_init = torch.optim.Optimizer.__init__
 
-    def __init__(self, *args, **kwargs):
-        original_init(self, *args, **kwargs)
+    def __init__(self, params, *args, **kwargs):
+        original_init(self, _moved_params(params), *args, **kwargs)
         _OPTIMIZERS.add(self)
 
     patcher.set(torch.optim.Optimizer, "__init__", __init__)
     patcher.add_cleanup(_OPTIMIZERS.clear)
+    patcher.add_cleanup(_MOVED.clear)
 
 
 _OPTIMIZERS: weakref.WeakSet = weakref.WeakSet()
 """The optimizers the running emulation has made (`_repoint_optimizers`)."""
+
+_MOVED: dict[int, tuple[Parameter, Parameter]] = {}
+"""id(parameter) -> (that parameter, what a module move rebuilt it as), for the running emulation
+(the old parameter is kept alive so that its id is not reused)."""
+
+
+def _moved(p: object) -> object:
+    """What parameter `p` is now: its rebuilt self after every module move, else `p`."""
+    while isinstance(p, torch.Tensor) and id(p) in _MOVED and _MOVED[id(p)][0] is p:
+        p = _MOVED[id(p)][1]
+    return p
+
+
+def _moved_params(params: object) -> object:
+    """An optimizer's `params` (tensors, or param-group dicts) with each moved parameter replaced by
+    what it is now: a list of a model's parameters taken before `model.cuda()` (accelerate's
+    `DummyOptim`, which DeepSpeed builds its optimizer from after moving the model) holds the GPU
+    parameters on a GPU."""
+    if isinstance(params, torch.Tensor):
+        return _moved(params)
+    return [_moved_entry(entry) for entry in params]
+
+
+def _moved_entry(entry: object) -> object:
+    if isinstance(entry, dict) and "params" in entry:  # a param group
+        return {**entry, "params": _moved_params(entry["params"])}
+    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], torch.Tensor):  # named_parameters()
+        return entry[0], _moved(entry[1])
+    return _moved(entry)
 
 
 def _patch_foreach(patcher: Patcher) -> None:
@@ -222,6 +252,7 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
             _module_apply(module, fn, True, converted)
     _convert_own(self, fn, converted)
     if _converted is None and converted:
+        _MOVED.update(converted)
         _repoint_optimizers(_OPTIMIZERS, converted)
     return self
 

@@ -26,3 +26,17 @@ def test_an_optimizer_made_before_the_model_moves_steps_the_moved_parameters():
         opt.step()
         steps = [r[op] for r in state.rows[first:] if r[kind] == "kernel" and r[phase] == "optimizer"]
     assert any(o.startswith("aten::_foreach_") for o in steps), steps
+
+
+def test_an_optimizer_made_after_the_move_from_parameters_taken_before_it_gets_the_moved_ones():
+    # accelerate's DummyOptim keeps `model.parameters()` from before DeepSpeed moves the model.
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
+        taken, named = list(model.parameters()), list(model.named_parameters())
+        model.cuda()
+        model.to(torch.bfloat16)
+        moved = list(model.parameters())
+        assert torch.optim.SGD(taken, lr=0.1).param_groups[0]["params"] == moved
+        assert torch.optim.AdamW([{"params": taken[:2]}, {"params": taken[2:], "lr": 0.0}]).param_groups[1]["params"] == moved[2:]
+        assert torch.optim.AdamW(named).param_groups[0]["params"] == moved
+        assert all(p.is_cuda and p.dtype is torch.bfloat16 for p in moved)

@@ -264,6 +264,19 @@ def test_deepspeed_zero_steps_on_both_ranks(tmp_path, stage, precision, optimize
         assert _collectives(tmp_path / "t", rank, "all_gather", iteration=2)  # updated or gathered parameters
 
 
+@pytest.mark.parametrize("stage", [2, 3])
+def test_huggingface_trainer_with_deepspeed_steps_on_both_ranks(tmp_path, stage):
+    # accelerate's DummyOptim holds the model's parameters from before DeepSpeed moves the model: the
+    # optimizer DeepSpeed builds from it must step the moved ones (ZeRO-2 failed setting a host
+    # parameter's data, ZeRO-3 on a host parameter without its partition).
+    s = maya.emulate(SCRIPTS / "hf_trainer_deepspeed.py", [str(stage), str(tmp_path / "out")], nproc_per_node=2,
+                     trace_dir=tmp_path / "t", in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    assert len(s.iterations) == 4 and all(it.time_ms > 0 for it in s.iterations)
+    rows = read_rank_trace(tmp_path / "t", 1).to_pylist()
+    assert any(r["op"] == "aten::_fused_adamw_" and r["iteration"] == 3 for r in rows)
+
+
 def test_deepspeed_cpu_offload_is_refused_by_name(tmp_path):
     s = maya.emulate(SCRIPTS / "deepspeed_zero.py", ["2", "bf16", "offload"], nproc_per_node=2,
                      trace_dir=tmp_path / "t", in_process=True, dedup=False)
