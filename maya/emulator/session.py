@@ -196,15 +196,30 @@ def _patch_movement(patcher: Patcher) -> None:
 _OPTIMIZERS: weakref.WeakSet = weakref.WeakSet()
 """The optimizers the running emulation has made (`_repoint_optimizers`)."""
 
-_MOVED: dict[int, tuple[Parameter, Parameter]] = {}
-"""id(parameter) -> (that parameter, what a module move rebuilt it as), for the running emulation
-(the old parameter is kept alive so that its id is not reused)."""
+_MOVED: dict[int, tuple[weakref.ref, weakref.ref]] = {}
+"""id(parameter) -> weak references to (that parameter, what a module move rebuilt it as), for the
+running emulation. Weak: a parameter moved from one GPU tensor to another (`model.cuda()`, then
+`.to(torch.bfloat16)`) must free its memory as on a GPU; a dead entry's id may name a new tensor,
+which the reference then tells apart."""
+
+
+def _remember_moves(converted: dict) -> None:
+    """Add a module move's parameters to `_MOVED`, and point earlier entries at the parameters that
+    this move rebuilt theirs as (the intermediate ones may die: CPU, then GPU float32, then bfloat16)."""
+    for key, (old_ref, new_ref) in list(_MOVED.items()):
+        new = new_ref()
+        if new is not None and id(new) in converted and converted[id(new)][0] is new:
+            _MOVED[key] = (old_ref, weakref.ref(converted[id(new)][1]))
+    _MOVED.update({key: (weakref.ref(old), weakref.ref(new)) for key, (old, new) in converted.items()})
 
 
 def _moved(p: object) -> object:
     """What parameter `p` is now: its rebuilt self after every module move, else `p`."""
-    while isinstance(p, torch.Tensor) and id(p) in _MOVED and _MOVED[id(p)][0] is p:
-        p = _MOVED[id(p)][1]
+    while isinstance(p, torch.Tensor) and id(p) in _MOVED:
+        old, new = (ref() for ref in _MOVED[id(p)])
+        if old is not p or new is None:
+            break
+        p = new
     return p
 
 
@@ -252,7 +267,7 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
             _module_apply(module, fn, True, converted)
     _convert_own(self, fn, converted)
     if _converted is None and converted:
-        _MOVED.update(converted)
+        _remember_moves(converted)
         _repoint_optimizers(_OPTIMIZERS, converted)
     return self
 

@@ -40,3 +40,15 @@ def test_an_optimizer_made_after_the_move_from_parameters_taken_before_it_gets_t
         assert torch.optim.AdamW([{"params": taken[:2]}, {"params": taken[2:], "lr": 0.0}]).param_groups[1]["params"] == moved[2:]
         assert torch.optim.AdamW(named).param_groups[0]["params"] == moved
         assert all(p.is_cuda and p.dtype is torch.bfloat16 for p in moved)
+
+
+def test_a_parameter_moved_twice_on_the_gpu_frees_its_first_copy():
+    # `model.cuda()` then `.to(torch.bfloat16)`: the float32 copy is freed, as on a GPU, even while a
+    # list taken before the moves holds the host parameters.
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))):
+        model = nn.Linear(1024, 1024, bias=False)
+        taken = list(model.parameters())
+        model.cuda()
+        model.to(torch.bfloat16)
+        assert torch.cuda.memory_allocated() == 1024 * 1024 * 2
+        assert torch.optim.SGD(taken, lr=0.1).param_groups[0]["params"] == [model.weight]
