@@ -38,16 +38,19 @@ def test_report_round_trips_and_records_provenance(fitted):
     assert (softmax["depth"], softmax["loss_function"]) == (6, "RMSE")
 
 
-def test_each_family_gets_its_tree_depth():
-    # Deep families at depth 8, RNNs and convolutions deeper still (fit.DEPTH_BY_FAMILY), the rest at 6.
+def test_each_family_gets_its_tree_depth_and_iterations():
+    # Deep families at depth 8 with twice the iterations, RNNs and convolutions deeper still
+    # (fit.DEPTH_BY_FAMILY), convolutions with three times more iterations again
+    # (fit.ITERATIONS_FACTOR_BY_FAMILY), the rest at depth 6.
     import catboost
 
     from maya.estimator import fit
 
-    def depth(family):
-        return fit._regressor(catboost, family, iterations=10, seed=0, thread_count=1, categorical=[]).get_params()["depth"]
+    def params(family):
+        p = fit._regressor(catboost, family, iterations=10, seed=0, thread_count=1, categorical=[]).get_params()
+        return p["depth"], p["iterations"]
 
-    assert (depth("rnn"), depth("conv"), depth("gemm"), depth("softmax")) == (10, 10, 8, 6)
+    assert [params(f) for f in ("rnn", "conv", "gemm", "softmax")] == [(10, 20), (10, 60), (8, 20), (6, 10)]
 
 
 def test_a_report_without_model_settings_still_loads(fitted, tmp_path):
