@@ -4,18 +4,8 @@ checkpoint every two steps (safetensors weights, the optimizer's state, RNG stat
 
 import sys
 
-import torch
+from random_tokens import RandomTokens
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-
-class RandomTokens(torch.utils.data.Dataset):
-    def __len__(self):
-        return 64
-
-    def __getitem__(self, i):
-        ids = torch.randint(0, 1000, (128,))
-        return {"input_ids": ids, "labels": ids.clone()}
-
 
 out = sys.argv[1]
 model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1000))

@@ -4,18 +4,8 @@ from the model's parameters before DeepSpeed moves the model to the GPU."""
 
 import sys
 
-import torch
+from random_tokens import RandomTokens
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-
-class RandomTokens(torch.utils.data.Dataset):
-    def __len__(self):
-        return 64
-
-    def __getitem__(self, i):
-        ids = torch.randint(0, 1000, (128,))
-        return {"input_ids": ids, "labels": ids.clone()}
-
 
 deepspeed = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
              "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": int(sys.argv[1])},
