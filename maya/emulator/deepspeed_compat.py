@@ -1,9 +1,9 @@
 """DeepSpeed under emulation: its compiled CUDA ops, and its process-wide distributed state.
 
-DeepSpeed builds each CUDA extension it uses (FusedAdam, FusedLamb, CPUAdam, its transformer and
-inference kernels, ...) with nvcc the first time a script loads it (`OpBuilder.load`). With no CUDA
-toolkit that build fails deep inside `torch.utils.cpp_extension` with an error about CUDA_HOME that
-says nothing about the op. Under emulation `load` returns Maya's stand-in for the ops it emulates and
+DeepSpeed compiles each extension it uses (FusedAdam, FusedLamb, CPUAdam, its transformer and
+inference kernels, ...) the first time a script loads it (`OpBuilder.load`), the CUDA ones with nvcc.
+With no CUDA toolkit that build fails deep inside `torch.utils.cpp_extension` with an error about
+CUDA_HOME that says nothing about the op. Under emulation `load` returns Maya's stand-in for the ops it emulates and
 raises `UnsupportedOperation` naming the op, its builder and what to use instead for the others.
 
 FusedAdam (`fused_adam`, what DeepSpeed's `"optimizer": {"type": "Adam" / "AdamW"}` runs on a GPU):
@@ -102,16 +102,22 @@ def _patch(module: object, patcher: Patcher) -> None:
 def _agreeing_ranks(module: object, patcher: Patcher) -> None:
     """ZeRO-3's rank-agreement checks, issued on this rank's own values (the module docstring)."""
 
-    def broadcast_own(values) -> list:
+    def broadcast_own(values: int | list[int]) -> None:
         import torch.distributed as dist
 
         t = torch.tensor(values, dtype=torch.int64, device=torch.device("cuda", torch.cuda.current_device()))
         dist.broadcast(t, src=0, async_op=False)
         t.cpu()  # DeepSpeed reads the result on the host
-        return values
 
-    patcher.set(module, "assert_lst_len_same_as_other_ranks", lambda lst: broadcast_own(len(lst)) and None)
-    patcher.set(module, "get_lst_from_rank0", lambda lst: list(broadcast_own(list(lst))))
+    def assert_lst_len_same_as_other_ranks(lst) -> None:
+        broadcast_own(len(lst))
+
+    def get_lst_from_rank0(lst) -> list:
+        broadcast_own(list(lst))
+        return list(lst)
+
+    patcher.set(module, "assert_lst_len_same_as_other_ranks", assert_lst_len_same_as_other_ranks)
+    patcher.set(module, "get_lst_from_rank0", get_lst_from_rank0)
 
 
 def _remember(module: object) -> None:
