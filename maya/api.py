@@ -218,6 +218,7 @@ def _emulate_world(
         "rank_to_representative": {str(r): rep for r, rep in world.rank_to_representative.items()},
         "nproc_per_node": local_world_size,
         "variant_families": world.variant_families if dedup else None,
+        "zero_only_families": world.zero_only_families if dedup else None,
     })
     return EmulationSummary(
         world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations,

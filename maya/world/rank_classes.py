@@ -14,11 +14,16 @@ itself:
    only there, taking the last position (the most likely to be special: the last pipeline stage,
    an uneven shard). If its trace equals rank 0's after normalisation (`trace_fingerprint`), the
    family is *invariant*.
-3. Ranks with equal positions in every non-invariant family form a class, represented by its
-   lowest rank.
+3. A non-invariant family of more than two positions gets a second probe, at position 1. If its
+   trace equals the last position's, only position 0 differs (rank 0 alone evaluates or logs on
+   the GPU: nanoGPT's `train.py` does), and the family is *zero-only*: it tells position 0 from the
+   rest, not each position from the others.
+4. Ranks with equal positions in every other non-invariant family, and equally at position 0 or
+   not in the zero-only ones, form a class, represented by its lowest rank.
 
-The assumption is that position 0 and the last position behaving alike means all positions do.
-`--verify-dedup` checks it by emulating another member of every class.
+The assumption is that position 0 and the last position behaving alike means all positions do (and
+position 1 and the last, all positions but 0). `--verify-dedup` checks it by emulating another member
+of every class.
 """
 
 from __future__ import annotations
@@ -97,34 +102,36 @@ def informative(fams: Sequence[Family], world_size: int) -> list[Family]:
     return kept
 
 
-def probe_rank(fam: Family, others: Sequence[Family], world_size: int) -> int | None:
-    """A rank at the last position of rank 0's group in `fam` that matches rank 0 in the other families."""
+def probe_rank(fam: Family, others: Sequence[Family], world_size: int, position: int | None = None) -> int | None:
+    """A rank at the last position (or at `position`) of rank 0's group in `fam` that matches rank 0 in
+    the other families."""
     group = fam.group_of(0)
     if group is None:
         return None
     target = tuple(f.position(0) for f in others)
     best, best_score = None, -1
     for rank in range(world_size):
-        position = fam.position(rank)
-        if position is None or position == fam.position(0):
+        at = fam.position(rank)
+        if at is None or at == fam.position(0) or (position is not None and at != position):
             continue
-        score = sum(f.position(rank) == t for f, t in zip(others, target)) * world_size + position
+        score = sum(f.position(rank) == t for f, t in zip(others, target)) * world_size + at
         if score > best_score:
             best, best_score = rank, score
     return best
 
 
-def signature(rank: int, variant: Sequence[Family]) -> tuple:
-    """The positions that decide which class `rank` is in."""
-    return tuple(f.position(rank) for f in variant)
+def signature(rank: int, variant: Sequence[Family], zero_only: Sequence[Family] = ()) -> tuple:
+    """The positions that decide which class `rank` is in (whether it is at position 0, in a
+    zero-only family)."""
+    return tuple((f.position(rank) == 0) if f in zero_only else f.position(rank) for f in variant)
 
 
-def classes(world_size: int, variant: Sequence[Family]) -> dict[int, int]:
+def classes(world_size: int, variant: Sequence[Family], zero_only: Sequence[Family] = ()) -> dict[int, int]:
     """Every rank -> its class representative (the lowest rank with the same signature)."""
     first: dict[tuple, int] = {}
     out = {}
     for rank in range(world_size):
-        out[rank] = first.setdefault(signature(rank, variant), rank)
+        out[rank] = first.setdefault(signature(rank, variant, zero_only), rank)
     return out
 
 

@@ -4,7 +4,8 @@ The phases (see `maya.world.rank_classes` for why they are enough):
 1. rank 0, which yields the script's process-group table;
 2. one probe rank per informative group family, in parallel, to learn which families change a
    rank's trace (skipped when the caller already knows, from an emulation of the same script and
-   layout, e.g. at another micro-batch count);
+   layout, e.g. at another micro-batch count); then, for each family that changes it and has more
+   than two positions, a second probe at position 1, to learn whether only position 0 differs;
 3. the remaining class representatives, in parallel (with the classes of an earlier emulation of
    the layout, phases 1 and 2 are skipped: rank 0 is one of them, and its group table is checked);
 4. with `verify_dedup`, one more member of every class of several ranks, compared row by row.
@@ -16,6 +17,7 @@ reused worker process, which keeps torch and Maya warm between emulations (see
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -99,6 +101,8 @@ class WorldEmulation:
     """The script's group families."""
     variant_families: list[int] = field(default_factory=list)
     """Indices of the families whose position changes a rank's trace."""
+    zero_only_families: list[int] = field(default_factory=list)
+    """Indices of the variant families where only position 0 differs (`rank_classes`, step 3)."""
 
     @property
     def representatives(self) -> list[int]:
@@ -288,15 +292,27 @@ def emulate_world(
             known[rank] = trace_fingerprint(results[rank].table, rank, fams)
         return known[rank]
 
+    zero_only: list[Family] = []
     if variant_families is None:
         variant = [f for f in useful if probes[f.index] is None or fingerprint(probes[f.index]) != fingerprint(0)]
+        middles = {f.index: probe_rank(f, [o for o in useful if o is not f], world_size, position=1)
+                   for f in variant if f.group_size > 2 and probes[f.index] is not None}
+        middles = {i: r for i, r in middles.items() if r is not None and r != probes[i]}
+        if middles:
+            results.update(pool.run([r for r in middles.values() if r not in results],
+                                    "a second probe (position 1) per family that varies"))
+            zero_only = [f for f in variant if f.index in middles and fingerprint(middles[f.index]) == fingerprint(probes[f.index])]
     else:
         variant = [f for f in useful if f.index in set(variant_families)]
-    rep = classes(world_size, variant)
+    rep = classes(world_size, variant, zero_only)
     representatives = set(rep.values())
+
+    def verdict(f: Family) -> str:
+        return "varies at position 0 only" if f in zero_only else "varies" if f in variant else "same trace"
+
     progress(
         f"{len(representatives)} rank class(es) over {world_size} ranks; group families "
-        + ", ".join(f"#{f.index} (size {f.group_size}): {'varies' if f in variant else 'same trace'}" for f in useful)
+        + ", ".join(f"#{f.index} (size {f.group_size}): {verdict(f)}" for f in useful)
     )
     _check_class_count(len(representatives), world_size, max_rank_classes, variant)
     results.update(pool.run([r for r in representatives if r not in results], "class representatives"))
@@ -307,7 +323,7 @@ def emulate_world(
         _check_members(results, rep, fams, fingerprint)
     return WorldEmulation(
         world_size=world_size, results=results, rank_to_representative=rep, families=fams,
-        variant_families=[f.index for f in variant],
+        variant_families=[f.index for f in variant], zero_only_families=[f.index for f in zero_only],
     )
 
 
@@ -319,13 +335,17 @@ def _known_classes(pool: _InProcessRunner, world_size: int, rep: dict[int, int],
     results = pool.run(representatives, "class representatives (rank classes of an earlier emulation of this layout)")
     fams = families(results[0].groups, world_size)
     variant = [f for f in informative(fams, world_size) if f.index in set(variant_families)]
-    if classes(world_size, variant) != rep:
+    # The classes found then may have taken some of these families as zero-only (rank_classes, step 3).
+    wide = [f for f in variant if f.group_size > 2]
+    zero_only = next((list(z) for n in range(len(wide) + 1) for z in itertools.combinations(wide, n)
+                      if classes(world_size, variant, z) == rep), None)
+    if zero_only is None:
         raise RuntimeError(
             "rank 0's group table gives other rank classes than the earlier emulation of this layout that was "
             "passed as rank_classes: the script's process groups differ between the two emulations"
         )
     return WorldEmulation(world_size=world_size, results=results, rank_to_representative=rep, families=fams,
-                          variant_families=[f.index for f in variant])
+                          variant_families=[f.index for f in variant], zero_only_families=[f.index for f in zero_only])
 
 
 def _check_class_count(count: int, world_size: int, max_rank_classes: int | None, variant: Sequence[Family] = ()) -> None:

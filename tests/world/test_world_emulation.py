@@ -106,6 +106,23 @@ def test_without_a_known_order_the_last_pipeline_stage_goes_right_after_rank_0(t
     assert [line.split()[1] for line in lines if "emulated in" in line] == ["0", "4"]
 
 
+def test_a_world_whose_rank_0_alone_evaluates_has_two_classes(tmp_path):
+    # The last position differs from rank 0 (its evaluation), but a second probe at position 1 matches
+    # the last: only position 0 differs, so ranks 1-7 are one class (before: 8 classes of one rank).
+    from maya.world import emulate_world
+
+    lines: list[str] = []
+    world = emulate_world(SCRIPTS / "rank0_evaluates.py", [], gpu="h200", world_size=8, local_world_size=8,
+                          in_process=True, progress=lines.append)
+    assert world.rank_to_representative == {0: 0, **{r: 1 for r in range(1, 8)}}
+    assert sorted(world.results) == [0, 1, 7] and world.zero_only_families == world.variant_families
+    assert any("varies at position 0 only" in line for line in lines)
+    again = emulate_world(SCRIPTS / "rank0_evaluates.py", [], gpu="h200", world_size=8, local_world_size=8,
+                          in_process=True, variant_families=world.variant_families,
+                          rank_classes=world.rank_to_representative)
+    assert sorted(again.results) == [0, 1] and again.zero_only_families == world.zero_only_families
+
+
 def test_known_rank_classes_emulate_the_representatives_and_check_rank_0s_groups(tmp_path):
     # Two pipeline stages of 2 ranks: classes {0, 1}. Given as known, only the representatives run,
     # the last stage first; classes that rank 0's group table cannot give are an error, not a trace.
