@@ -169,7 +169,8 @@ def _internal_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 
 def _patch_movement(patcher: Patcher) -> None:
-    """Tensor.to / Tensor.cuda / Module._apply for fake CUDA tensors."""
+    """Tensor.to / Tensor.cuda / Module._apply for fake CUDA tensors, and optimizers that follow the
+    parameters a module move rebuilds (`_repoint_optimizers`, `_moved_params`)."""
     original_to = torch.Tensor.to
 
     def to(self, *args, **kwargs):
