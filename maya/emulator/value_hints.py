@@ -67,17 +67,16 @@ OUTPUT = -1
 ZERO_WHEN_UNKNOWN: dict[str, int] = {
     "aten::isin.Tensor_Tensor": OUTPUT, "aten::isin.Tensor_Scalar": OUTPUT, "aten::isin.Scalar_Tensor": OUTPUT,
     "aten::_amp_foreach_non_finite_check_and_unscale_": 1,
+    "aten::isnan": OUTPUT, "aten::isinf": OUTPUT, "aten::isposinf": OUTPUT, "aten::isneginf": OUTPUT,
 }
 """Checks whose answer is taken to be all zeros where the values they check (the first argument) are
 not known, and the position of the tensor that holds the answer (`OUTPUT`, or the argument written):
 membership tests find no element (no generated token is an end-of-sequence token: generation runs to
-its length limit), and gradient unscaling finds nothing non-finite (GradScaler's flag stays 0 and its
-scale grows as with finite gradients). The "nothing is wrong" placeholder, as `.item()`'s 0."""
-
-FINITENESS_CHECKS = frozenset({"aten::isnan", "aten::isinf", "aten::isposinf", "aten::isneginf"})
-"""Checks that find nothing in values the emulation does not know (`ValueHints.assume` False): no value
-is NaN or infinite. `torch.isfinite`, which PyTorch decomposes into comparisons, is answered all True
-by the emulation's patch of it. The answers compute on: DeepSpeed's overflow check
+its length limit), gradient unscaling finds nothing non-finite (GradScaler's flag stays 0 and its
+scale grows as with finite gradients), and no value is NaN or infinite (`torch.isfinite`, which
+PyTorch decomposes into comparisons, is answered all True by the emulation's patch of it). The
+"nothing is wrong" placeholder, as `.item()`'s 0, taken by `ValueHints.assume` (values where small,
+else a hint), so the answers compute on: DeepSpeed's overflow check
 `isfinite(g.amax()).logical_and(isfinite(g.amin())).logical_not()`, summed over the gradients, reads 0,
 so its step is not skipped; `isnan(g).sum()` counts none."""
 
@@ -315,12 +314,8 @@ class ValueHints:
         zero_at = ZERO_WHEN_UNKNOWN.get(name)
         if zero_at is not None and self._unknown(first):
             answer = out if zero_at == OUTPUT else args[zero_at]
-            if isinstance(answer, FakeTensor):
-                self.written(answer)
-                with unset_fake_temporarily():
-                    self._set_exact(answer, torch.zeros(tuple(answer.shape), dtype=answer.dtype))
-        elif name in FINITENESS_CHECKS and self._unknown(first):
-            self.assume(out, False)
+            self.written(answer)
+            self.assume(answer, 0)
         elif name == "aten::_to_copy" and _small_host(first) and isinstance(out, FakeTensor):
             with unset_fake_temporarily():
                 self._set_exact(out, first.clone())  # a GPU copy of Python data: up to EXACT_MAX_NUMEL
