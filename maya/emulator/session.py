@@ -269,22 +269,21 @@ def _module_apply(self: nn.Module, fn, recurse: bool = True, _converted: dict | 
     _convert_own(self, fn, converted)
     if _converted is None and converted:
         _remember_moves(converted)
-        _repoint_optimizers(_OPTIMIZERS, converted)
+        _repoint_optimizers(_OPTIMIZERS)
     return self
 
 
-def _repoint_optimizers(optimizers, converted: dict) -> None:
+def _repoint_optimizers(optimizers) -> None:
     """Point optimizers made before a module was moved at its rebuilt parameters (and their state),
     as they hold the same Parameter objects on a GPU, where the move swaps each one's data in place:
     `opt = AdamW(model.parameters()); model.cuda()` then steps the parameters on the GPU (DeepSpeed's
     `initialize` moves a model whose client optimizer is already built)."""
     for optimizer in list(optimizers):
         for group in optimizer.param_groups:
-            group["params"] = [converted[id(p)][1] if id(p) in converted and converted[id(p)][0] is p else p
-                               for p in group["params"]]
+            group["params"] = [_moved(p) for p in group["params"]]
         state = optimizer.state
-        for old in [p for p in state if id(p) in converted and converted[id(p)][0] is p]:
-            state[converted[id(old)][1]] = state.pop(old)
+        for old in [p for p in state if _moved(p) is not p]:
+            state[_moved(old)] = state.pop(old)
 
 
 def _convert_own(self: nn.Module, fn, converted: dict) -> None:
