@@ -1,4 +1,4 @@
-"""DeepSpeed under emulation: its compiled CUDA ops, and its process-wide distributed state.
+"""DeepSpeed under emulation: its compiled CUDA ops and ZeRO-3's rank-agreement checks.
 
 DeepSpeed compiles each extension it uses (FusedAdam, FusedLamb, CPUAdam, its transformer and
 inference kernels, ...) the first time a script loads it (`OpBuilder.load`), the CUDA ones with nvcc.
@@ -22,16 +22,12 @@ and compares it with its own. What rank 0 sends is not known to another rank's e
 check would fail on the placeholder; under emulation its two broadcasts (and the host reads that
 follow them) are issued on this rank's own lists, which pass: the ranks of a rank class are alike.
 
-Rank emulations share worker processes (maya.world.rank_emulation), and DeepSpeed keeps the
-distributed run it set up in module globals (`deepspeed.comm.comm.cdb`, the process groups of
-`deepspeed.utils.groups`): left set, the next emulation in the process used the previous world's
-groups ("Group ... is not registered"). At the end of each emulation those modules' simple globals
-(None, numbers, strings, empty containers at import) go back to their values at import.
+DeepSpeed's distributed state (its backend and process groups, in module globals) is reset between
+emulations with the other libraries' (`maya.emulator.torch_caches.LIBRARY_GLOBALS`).
 """
 
 from __future__ import annotations
 
-import sys
 import weakref
 
 import torch
@@ -41,14 +37,6 @@ from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import UnsupportedOperation
 
 _MODULE = "deepspeed.ops.op_builder.builder"
-
-STATE_MODULES = ("deepspeed.comm.comm", "deepspeed.utils.groups")
-"""DeepSpeed modules whose globals hold the distributed run (its backend, its process groups)."""
-
-_AT_IMPORT: dict[str, dict[str, object]] = {}
-"""Module name -> its simple globals as first seen (right after import), kept for the process."""
-
-_SIMPLE = (type(None), bool, int, float, str)
 
 _ON_THE_GPU = 'keep the optimizer on the GPU ("offload_optimizer": {"device": "none"}): an optimizer step on the host CPU is not timed'
 _INSTEAD = {
@@ -120,35 +108,9 @@ def _agreeing_ranks(module: object, patcher: Patcher) -> None:
     patcher.set(module, "get_lst_from_rank0", get_lst_from_rank0)
 
 
-def _remember(module: object) -> None:
-    """Keep `module`'s simple globals as they are now, unless kept already."""
-    if module.__name__ not in _AT_IMPORT:
-        _AT_IMPORT[module.__name__] = {
-            name: (value if isinstance(value, _SIMPLE) else type(value))
-            for name, value in vars(module).items()
-            if not name.startswith("__") and (isinstance(value, _SIMPLE) or (type(value) in (dict, list, set) and not value))
-        }
-
-
-def _reset(module: object) -> None:
-    """Put `module`'s remembered globals back: values as they were, containers emptied."""
-    for name, value in _AT_IMPORT.get(module.__name__, {}).items():
-        current = getattr(module, name, None)
-        if isinstance(value, type):
-            if type(current) is value:
-                current.clear()
-            else:
-                setattr(module, name, value())
-        else:
-            setattr(module, name, value)
-
-
 def install_deepspeed(patcher: Patcher) -> None:
-    """Patch DeepSpeed's op loading, and reset its distributed state when the emulation ends, now for
-    modules imported and on import for the others; `patcher` undoes it."""
+    """Patch DeepSpeed's op loading and ZeRO-3's agreement checks, now for modules imported and on
+    import for the others; `patcher` undoes it."""
     patcher.after_import(_MODULE, lambda module: _patch(module, patcher))
     patcher.after_import("deepspeed.runtime.zero.utils", lambda module: _agreeing_ranks(module, patcher))
-    for name in STATE_MODULES:
-        patcher.after_import(name, _remember)
-    patcher.add_cleanup(lambda: [_reset(sys.modules[name]) for name in STATE_MODULES if name in sys.modules])
 

@@ -44,7 +44,12 @@ from maya.emulator.sdpa import install_sdpa
 from maya.emulator.state import EmulationState, RankConfig
 from maya.emulator.storage_addresses import install_storage_addresses
 from maya.emulator.storage_resize import install_storage_resize
-from maya.emulator.torch_caches import clear_distributed_caches, install_mesh_identity, reset_library_singletons
+from maya.emulator.torch_caches import (
+    clear_distributed_caches,
+    install_mesh_identity,
+    remember_library_globals,
+    reset_library_singletons,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +100,7 @@ class EmulationSession:
             state.nccl = NcclRuntime(state, self._tracker)
             install_distributed(patcher)
             install_mesh_identity(patcher)
+            remember_library_globals(patcher)
             install_storage_resize(patcher, state)
             install_storage_addresses(patcher, state)
             install_deferred_errors(patcher, state)

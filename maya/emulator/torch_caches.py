@@ -16,7 +16,10 @@ registered under the name 5").
   libraries keep of the distributed run they set up. Hugging Face accelerate's `PartialState`,
   `AcceleratorState` and `GradientState` (which `Accelerator` and transformers' `Trainer` use) share
   one dict per class: left filled, the next emulation in the process found its process group
-  "initialized" and never created one, and DDP then failed for want of a default group.
+  "initialized" and never created one, and DDP then failed for want of a default group. Libraries
+  that keep their distributed run in module globals (`LIBRARY_GLOBALS`: DeepSpeed's backend and
+  process groups) get those globals back as they were at import (`remember_library_globals` keeps
+  them): left set, the next emulation used the previous world's groups ("Group ... is not registered").
 """
 
 from __future__ import annotations
@@ -91,12 +94,49 @@ LIBRARY_SINGLETONS = {"accelerate.state": ("PartialState", "AcceleratorState", "
 """Loaded module -> classes whose instances share one `_shared_state` dict (the Borg pattern)."""
 
 
+LIBRARY_GLOBALS = ("deepspeed.comm.comm", "deepspeed.utils.groups")
+"""Modules whose globals hold the distributed run a library set up (DeepSpeed's backend, its groups)."""
+
+_AT_IMPORT: dict[str, dict[str, object]] = {}
+"""`LIBRARY_GLOBALS` module -> its simple globals as first seen (right after import), for the process:
+values (None, numbers, strings) as they were, and the type of each container that was empty."""
+
+_SIMPLE = (type(None), bool, int, float, str)
+
+
+def remember_library_globals(patcher: Patcher) -> None:
+    """Keep the simple globals of each `LIBRARY_GLOBALS` module as they are at its import (now for one
+    imported already, unless kept before)."""
+    for name in LIBRARY_GLOBALS:
+        patcher.after_import(name, _remember)
+
+
+def _remember(module: Any) -> None:
+    if module.__name__ not in _AT_IMPORT:
+        _AT_IMPORT[module.__name__] = {
+            name: (value if isinstance(value, _SIMPLE) else type(value))
+            for name, value in vars(module).items()
+            if not name.startswith("__") and (isinstance(value, _SIMPLE) or (type(value) in (dict, list, set) and not value))
+        }
+
+
 def reset_library_singletons() -> None:
     """Empty the shared state of `LIBRARY_SINGLETONS` whose modules are loaded (what their own
-    `_reset_state` does); imports nothing."""
+    `_reset_state` does), and put the kept globals of loaded `LIBRARY_GLOBALS` modules back (values as
+    they were, containers emptied); imports nothing."""
     for module_name, classes in LIBRARY_SINGLETONS.items():
         module = sys.modules.get(module_name)
         for name in classes if module is not None else ():
             shared = getattr(getattr(module, name, None), "_shared_state", None)
             if shared is not None:
                 shared.clear()
+    for module_name, kept in _AT_IMPORT.items():
+        module = sys.modules.get(module_name)
+        for name, value in kept.items() if module is not None else ():
+            current = getattr(module, name, None)
+            if not isinstance(value, type):
+                setattr(module, name, value)
+            elif type(current) is value:
+                current.clear()
+            else:
+                setattr(module, name, value())
