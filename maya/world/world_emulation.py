@@ -297,7 +297,7 @@ def emulate_world(
         variant = [f for f in useful if probes[f.index] is None or fingerprint(probes[f.index]) != fingerprint(0)]
         middles = {f.index: probe_rank(f, [o for o in useful if o is not f], world_size, position=1)
                    for f in variant if f.group_size > 2 and probes[f.index] is not None}
-        middles = {i: r for i, r in middles.items() if r is not None and r != probes[i]}
+        middles = {i: r for i, r in middles.items() if r is not None}  # position 1, never the last probe's
         if middles:
             results.update(pool.run([r for r in middles.values() if r not in results],
                                     "a second probe (position 1) per family that varies"))
