@@ -585,8 +585,10 @@ def _elementwise(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
 def _token_cases(quick: bool) -> Iterator[ProfileCase]:
     """Integer ops of generation loops over token ids: beam search's `topk_indices // vocab_size`
     (`floor_divide` by a 0-d tensor, as a Python divisor reaches the op) and the end-of-sequence check
-    `isin(tokens, eos_ids)`, from one token to 16M. Added in session 29, not yet profiled: no family
-    maps them until they are."""
+    `isin(tokens, eos_ids)`, from one token to 16M. Added in session 29 and profiled in session 31
+    (benchmarks/gpu/session31_h200/s31a/tokens_elementwise.parquet), not shipped: with these rows the
+    elementwise model fitted the other ops worse (benchmarks/results/fit_choices_h200.md), so no family
+    maps them."""
     for numel in [1, 1000] if quick else [4**k for k in range(13)]:
         tokens = _spec((numel,), "int64")
         yield make_case("elementwise", "aten::floor_divide", [tokens, _spec((), "int64")])
