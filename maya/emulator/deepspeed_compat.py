@@ -22,6 +22,11 @@ and compares it with its own. What rank 0 sends is not known to another rank's e
 check would fail on the placeholder; under emulation its two broadcasts (and the host reads that
 follow them) are issued on this rank's own lists, which pass: the ranks of a rank class are alike.
 
+DeepSpeed's pipeline engine (`deepspeed.runtime.pipe.engine.PipelineEngine`) is refused by name past
+its first stage: each later stage learns the shapes of its inputs from values the stage before it
+sends (`_recv_tensor_meta`), which another rank's emulation does not know, and DeepSpeed's own
+failure there is a bare assertion.
+
 DeepSpeed's distributed state (its backend and process groups, in module globals) is reset between
 emulations with the other libraries' (`maya.emulator.torch_caches.LIBRARY_GLOBALS`).
 """
@@ -108,9 +113,25 @@ def _agreeing_ranks(module: object, patcher: Patcher) -> None:
     patcher.set(module, "get_lst_from_rank0", get_lst_from_rank0)
 
 
+def _refuse_pipeline_stages(module: object, patcher: Patcher) -> None:
+    """A pipeline stage that would receive its input shapes from the stage before it (the module docstring)."""
+    engine = module.PipelineEngine
+
+    def _recv_tensor_meta(self, send_stage):
+        raise NotImplementedError(
+            f"Maya cannot emulate DeepSpeed's pipeline engine past its first stage "
+            f"({engine.__module__}.{engine.__name__}._recv_tensor_meta): stage {getattr(self, 'stage_id', '?')} learns "
+            f"the shapes of its inputs from values stage {send_stage} sends, and every rank is emulated on its own. "
+            "Use torch.distributed.pipelining with the stages' input_args and output_args given, or DeepSpeed "
+            "without pipeline stages (ZeRO)")
+
+    patcher.set(engine, "_recv_tensor_meta", _recv_tensor_meta)
+
+
 def install_deepspeed(patcher: Patcher) -> None:
-    """Patch DeepSpeed's op loading and ZeRO-3's agreement checks, now for modules imported and on
-    import for the others; `patcher` undoes it."""
+    """Patch DeepSpeed's op loading, ZeRO-3's agreement checks and the pipeline engine's shape exchange,
+    now for modules imported and on import for the others; `patcher` undoes it."""
     patcher.after_import(_MODULE, lambda module: _patch(module, patcher))
     patcher.after_import("deepspeed.runtime.zero.utils", lambda module: _agreeing_ranks(module, patcher))
+    patcher.after_import("deepspeed.runtime.pipe.engine", lambda module: _refuse_pipeline_stages(module, patcher))
 

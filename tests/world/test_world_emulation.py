@@ -301,6 +301,16 @@ def test_deepspeed_cpu_offload_is_refused_by_name(tmp_path):
     assert "Maya cannot emulate DeepSpeed's compiled op 'cpu_adam'" in s.error and '"offload_optimizer"' in s.error
 
 
+def test_deepspeed_pipeline_stage_after_the_first_is_refused_by_name(tmp_path):
+    # Stage 1 would read its input shapes from the values stage 0 sends; DeepSpeed's own failure is a
+    # bare assertion. Stage 0 (rank 0) runs: the error is rank 1's.
+    s = maya.emulate(SCRIPTS / "deepspeed_pipe.py", [], nproc_per_node=2, trace_dir=tmp_path / "t", in_process=True,
+                     dedup=False)
+    assert s.exit_code == 1 and s.error.startswith("[rank 1]"), s.error
+    assert "Maya cannot emulate DeepSpeed's pipeline engine past its first stage" in s.error
+    assert "deepspeed.runtime.pipe.engine.PipelineEngine._recv_tensor_meta" in s.error and "stage 1" in s.error
+
+
 def test_ddp_find_unused_parameters_runs_and_all_reduces_the_used_map(tmp_path):
     # The reducer stages its map of used parameters in pinned host memory and asserts that it is
     # pinned: the emulation's factories asked for pinned memory now count as pinned.
