@@ -7,6 +7,7 @@ recorder. Leaving it undoes all of that, so a process can emulate several runs o
 
 from __future__ import annotations
 
+import inspect
 import logging
 import warnings
 import weakref
@@ -198,6 +199,11 @@ def _patch_movement(patcher: Patcher) -> None:
     patcher.set(torch.optim.Optimizer, "__init__", __init__)
     patcher.add_cleanup(_OPTIMIZERS.clear)
     patcher.add_cleanup(_MOVED.clear)
+    patcher.after_import("torch.distributed.fsdp._init_utils", lambda module: _patch_fsdp1_move(module, patcher))
+    patcher.after_import("torch.distributed.fsdp.fully_sharded_data_parallel",
+                         lambda module: _patch_fsdp1_device_id(module, patcher))
+    patcher.after_import("torch.distributed.fsdp._fully_shard._fsdp_init",
+                         lambda module: _patch_fsdp2_move(module, patcher))
 
 
 _OPTIMIZERS: weakref.WeakSet = weakref.WeakSet()
@@ -246,6 +252,103 @@ def _moved_entry(entry: object) -> object:
     if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], torch.Tensor):  # named_parameters()
         return entry[0], _moved(entry[1])
     return _moved(entry)
+
+
+def _on_the_gpu(device: object) -> bool:
+    """Whether `device` is the emulated GPU: named as CUDA, or the proxy device (`torch.device(0)`
+    under emulation)."""
+    return is_cuda_like(device) or torch.device(device).type == INTERNAL_DEVICE.type
+
+
+def _move_host_states(modules, tensors, device: torch.device) -> dict[int, torch.Tensor]:
+    """Rebuild, in `modules`, each of `tensors` that is on the host as a tensor on `device`, the way
+    `_module_apply` moves a module (FSDP's own move sets `param.data` to the GPU copy, which a host
+    tensor cannot take from a fake one). Returns id(old) -> what replaced it (a new Parameter for a
+    parameter)."""
+    host = {id(t) for t in tensors if t.device.type == "cpu"}
+    moved: dict[int, torch.Tensor] = {}
+
+    def to_device(t):
+        if id(t) not in host:
+            return t
+        if id(t) not in moved:
+            moved[id(t)] = t.to(device)
+        return moved[id(t)]
+
+    converted: dict = {}
+    for module in modules:
+        _convert_own(module, to_device, converted)
+    if converted:
+        _remember_moves(converted)
+        _repoint_optimizers(_OPTIMIZERS)
+    return {**moved, **{key: new for key, (_, new) in converted.items()}}
+
+
+def _patch_fsdp1_move(module, patcher: Patcher) -> None:
+    """FSDP1 (`FullyShardedDataParallel(..., device_id=...)`) moves a host module's own parameters
+    and buffers, not those of nested FSDP instances, by `_move_states_to_device` (`param.data = ...`);
+    here by `_move_host_states`."""
+    original = module._move_module_to_device
+
+    def _move_module_to_device(root, ignored_params, ignored_buffers, device_from_device_id):
+        if device_from_device_id is None or not _on_the_gpu(device_from_device_id):
+            return original(root, ignored_params, ignored_buffers, device_from_device_id)
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        modules, queue = [], [root]
+        while queue:
+            current = queue.pop(0)
+            modules.append(current)
+            queue.extend(m for m in current.children() if not isinstance(m, FullyShardedDataParallel))
+        tensors = [t for m in modules for t in m.parameters(recurse=False) if t not in ignored_params]
+        tensors += [t for m in modules for t in m.buffers(recurse=False) if t not in ignored_buffers]
+        _move_host_states(modules, tensors, torch.device(device_from_device_id))
+
+    patcher.set(module, "_move_module_to_device", _move_module_to_device)
+
+
+def _patch_fsdp1_device_id(module, patcher: Patcher) -> None:
+    """FSDP1's `device_id` given as an int (`torch.cuda.current_device()`, the documented form) or the
+    proxy device is passed on as `cuda:N`: FSDP makes `torch.device(device_id)` of it, which for an
+    int is the current accelerator's device, under emulation the proxy, and then finds it
+    inconsistent with its parameters' "cuda" and looks for a `torch.maya` module."""
+    cls = module.FullyShardedDataParallel
+    original = cls.__init__
+    signature = inspect.signature(original)
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        device_id = bound.arguments.get("device_id")
+        if type(device_id) is int or isinstance(device_id, torch.device) and _on_the_gpu(device_id):
+            index = device_id if type(device_id) is int else device_id.index
+            bound.arguments["device_id"] = torch.device("cuda", torch.cuda.current_device() if index is None else index)
+        original(*bound.args, **bound.kwargs)
+
+    patcher.set(cls, "__init__", __init__)
+
+
+def _patch_fsdp2_move(module, patcher: Patcher) -> None:
+    """FSDP2 (`fully_shard` of a module built on the host) moves the parameters and buffers it
+    manages by `_move_states_to_device` (`tensor.data = ...`), on the lists `_get_managed_states`
+    collected from the managed modules: here those modules' tensors are rebuilt on the GPU by
+    `_move_host_states` and the lists updated in place, as FSDP goes on with them."""
+    original_states, original_move = module._get_managed_states, module._move_states_to_device
+    managed: list = []
+
+    def _get_managed_states(modules, *args, **kwargs):
+        managed[:] = list(modules)
+        return original_states(modules, *args, **kwargs)
+
+    def _move_states_to_device(params, buffers, device):
+        if _on_the_gpu(device) and managed:
+            new = _move_host_states(managed, [*params, *buffers], torch.device(device))
+            params[:] = [new.get(id(p), p) for p in params]
+            buffers[:] = [new.get(id(b), b) for b in buffers]
+        managed.clear()
+        return original_move(params, buffers, device)
+
+    patcher.set(module, "_get_managed_states", _get_managed_states)
+    patcher.set(module, "_move_states_to_device", _move_states_to_device)
 
 
 def _patch_foreach(patcher: Patcher) -> None:

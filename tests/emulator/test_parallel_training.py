@@ -1,4 +1,4 @@
-"""DDP, FSDP2, tensor and pipeline parallelism run unmodified, and record the collectives they make.
+"""DDP, FSDP2, FSDP1, tensor and pipeline parallelism run unmodified, and record the collectives they make.
 
 Each case emulates one rank of a 2-rank world in a fresh process (`emulate_rank_isolated`) and checks
 the recorded NCCL calls against counts and sizes computed by hand from the model's shapes.
@@ -50,6 +50,9 @@ JOBS = [
     (SCRIPTS / "ddp_buckets.py", ["--bucket-cap-mb", "2"], 0),
     (SCRIPTS / "fsdp_padding.py", [], 0),
     (SCRIPTS / "fsdp_padding.py", ["--keep-unsharded"], 0),
+    (SCRIPTS / "fsdp_padding.py", ["--host-model"], 0),
+    (SCRIPTS / "fsdp1_wrap.py", ["device-id"], 0),
+    (SCRIPTS / "fsdp1_wrap.py", ["cuda-first"], 0),
     (GPT, [*TINY, "--dp", "fsdp"], 0),
     (GPT, [*TINY, "--tp", "2", "--dp", "fsdp"], 0),
     (GPT, [*TINY, "--dp", "fsdp", "--init-device", "meta"], 0),
@@ -138,6 +141,43 @@ def test_fsdp_without_reshard_after_forward_does_not_regather(emulate_rank_isola
     assert _sizes(_calls(rows, "all_gather", 1, "forward")) == [48 * BF16, 24 * BF16, 32 * BF16]
     assert _calls(rows, "all_gather", 1, "backward") == []
     assert len(_calls(rows, "reduce_scatter", 1)) == 3
+
+
+def _steady(rows: list[dict]) -> list[tuple]:
+    """What the iterations after the first launched, in order (the first also holds the model's move)."""
+    return [(r["iteration"], r["phase"], r["kind"], r["op"], r["message_bytes"]) for r in rows if r["iteration"] >= 1]
+
+
+def test_fsdp_of_a_model_built_on_the_host_records_what_a_moved_model_does(emulate_rank_isolated):
+    # fully_shard moves a host module's tensors by setting `.data` to their GPU copies, which a host
+    # tensor cannot take from an emulated one (it failed in set_data); its modules' parameters are
+    # rebuilt on the emulated GPU instead.
+    moved = _rows(emulate_rank_isolated(SCRIPTS / "fsdp_padding.py", [], rank=0, world_size=2))
+    host = _rows(emulate_rank_isolated(SCRIPTS / "fsdp_padding.py", ["--host-model"], rank=0, world_size=2))
+    assert _steady(host) == _steady(moved) and _calls(host, "all_gather", 1)
+
+
+# -- FSDP1 (FullyShardedDataParallel) ----------------------------------------------------------------
+
+FSDP1_WIDTH = 256
+FSDP1_BLOCK = 2 * 4 * FSDP1_WIDTH * FSDP1_WIDTH + 5 * FSDP1_WIDTH  # up + down, weights and biases: one flat parameter
+FSDP1_ROOT = 10 * FSDP1_WIDTH + 10  # the head, in the root's flat parameter
+
+
+@pytest.mark.parametrize("mode", ["device-id", "cuda-first"])
+def test_fsdp1_gathers_each_wrapped_block_per_pass(emulate_rank_isolated, mode):
+    # `device-id`: FSDP moves the host model itself (`device_id=torch.cuda.current_device()`, an int,
+    # which torch.device() took as the emulation's proxy device: FSDP then failed on "cuda:0 vs maya:0").
+    rows = _rows(emulate_rank_isolated(SCRIPTS / "fsdp1_wrap.py", [mode], rank=0, world_size=2))
+    assert _sizes(_calls(rows, "all_gather", 1, "forward")) == [FSDP1_ROOT * BF16] + [FSDP1_BLOCK * BF16] * 4
+    assert _sizes(_calls(rows, "all_gather", 1, "backward")) == [FSDP1_BLOCK * BF16] * 4  # resharded after forward
+    assert sorted(_sizes(_calls(rows, "reduce_scatter", 1))) == sorted([FSDP1_ROOT * F32] + [FSDP1_BLOCK * F32] * 4)
+
+
+def test_fsdp1_moving_a_host_model_records_what_a_moved_model_does(emulate_rank_isolated):
+    host = _rows(emulate_rank_isolated(SCRIPTS / "fsdp1_wrap.py", ["device-id"], rank=0, world_size=2))
+    moved = _rows(emulate_rank_isolated(SCRIPTS / "fsdp1_wrap.py", ["cuda-first"], rank=0, world_size=2))
+    assert _steady(host) == _steady(moved)
 
 
 def test_fsdp_gpt_gathers_each_block_once_per_pass_and_steps_on_shards(emulate_rank_isolated):

@@ -1,6 +1,6 @@
 """FSDP2 with bf16 parameters on linears whose rows do not divide by the world size (padded shards).
 
-    torchrun --nproc-per-node 2 fsdp_padding.py [--keep-unsharded]
+    torchrun --nproc-per-node 2 fsdp_padding.py [--keep-unsharded] [--host-model]
 
 Blocks model[0] = Linear(5, 3) and model[2] = Linear(3, 7) are wrapped; the root holds model[3] = Linear(7, 5).
 """
@@ -15,11 +15,13 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 p = argparse.ArgumentParser()
 p.add_argument("--keep-unsharded", action="store_true", help="reshard_after_forward=False for the blocks")
+p.add_argument("--host-model", action="store_true", help="shard the model built on the host: fully_shard moves it")
 args = p.parse_args()
 
 dist.init_process_group("nccl")
 mesh = init_device_mesh("cuda", (dist.get_world_size(),))
-model = nn.Sequential(nn.Linear(5, 3), nn.ReLU(), nn.Linear(3, 7), nn.Linear(7, 5)).cuda()
+model = nn.Sequential(nn.Linear(5, 3), nn.ReLU(), nn.Linear(3, 7), nn.Linear(7, 5))
+model = model if args.host_model else model.cuda()
 mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
 for block in (model[0], model[2]):
     fully_shard(block, mesh=mesh, mp_policy=mp, reshard_after_forward=not args.keep_unsharded)

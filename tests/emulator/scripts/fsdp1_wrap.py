@@ -1,0 +1,44 @@
+"""FSDP1 (`FullyShardedDataParallel`) wrapping each residual block of a small MLP stack, bf16 mixed
+precision, AdamW, gradient clipping, 2 steps.
+
+    torchrun --nproc-per-node 2 fsdp1_wrap.py {device-id,cuda-first}
+
+`device-id`: the model is built on the host and FSDP moves it (`device_id=torch.cuda.current_device()`,
+the documented form); `cuda-first`: the model is moved with `.cuda()` before wrapping.
+"""
+
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+from torch.distributed.fsdp import MixedPrecision
+from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+WIDTH, BLOCKS = 256, 4
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(WIDTH, 4 * WIDTH)
+        self.down = nn.Linear(4 * WIDTH, WIDTH)
+
+    def forward(self, x):
+        return x + self.down(torch.relu(self.up(x)))
+
+
+dist.init_process_group("nccl")
+torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())
+model = nn.Sequential(*[Block() for _ in range(BLOCKS)], nn.Linear(WIDTH, 10))
+placement = {"device_id": torch.cuda.current_device()} if sys.argv[1] == "device-id" else {}
+model = FSDP(model if placement else model.cuda(), auto_wrap_policy=ModuleWrapPolicy({Block}), use_orig_params=True,
+             mixed_precision=MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32), **placement)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for _ in range(2):
+    loss = model(torch.randn(32, WIDTH, device="cuda")).float().pow(2).mean()
+    loss.backward()
+    model.clip_grad_norm_(1.0)
+    opt.step()
+    opt.zero_grad()
