@@ -76,8 +76,8 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
                     error = f"SystemExit: {e.code}"
             except torch.OutOfMemoryError:
                 exit_code, oom, error = 1, True, traceback.format_exc()
-            except Exception:
-                exit_code, error = 1, traceback.format_exc()
+            except Exception as e:
+                exit_code, error = 1, traceback.format_exc() + _hint(e)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         for k, v in saved_env.items():
@@ -86,3 +86,18 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
             else:
                 os.environ[k] = v
     return RunOutcome(state=session.state, exit_code=exit_code, error=error, oom=oom or session.state.oom)
+
+
+DATA_MOVE_HINT = (
+    "Maya: a tensor on the host was given an emulated GPU tensor's data (`tensor.data = tensor.to('cuda')`), "
+    "which a host tensor cannot take under emulation. Move modules with `module.cuda()` or `module.to(device)` "
+    "(FSDP1, FSDP2 and DeepSpeed's own moves are handled), or make the tensor on the GPU."
+)
+
+
+def _hint(e: BaseException) -> str:
+    """What Maya adds to a script's traceback where the cause is the emulation, not the script."""
+    message = str(e)
+    if isinstance(e, RuntimeError) and "set_data" in message and "incompatible tensor type" in message:
+        return DATA_MOVE_HINT + "\n"
+    return ""

@@ -192,6 +192,15 @@ def test_unsupported_cuda_call_is_named(scripts, tmp_path):
     assert s.exit_code == 1 and "torch.cuda.CUDAGraph cannot be emulated" in s.error
 
 
+def test_a_host_tensor_given_gpu_data_is_named(tmp_path):
+    # A host tensor cannot take an emulated GPU tensor's data; the script's traceback says what to do.
+    script = tmp_path / "data_move.py"
+    script.write_text("import torch\nw = torch.nn.Parameter(torch.randn(4))\nw.data = w.to('cuda')\n")
+    s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 1 and "w.data = w.to('cuda')" in s.error
+    assert "a tensor on the host was given an emulated GPU tensor's data" in s.error and "module.cuda()" in s.error
+
+
 def test_missing_script_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="training script not found"):
         maya.emulate(tmp_path / "nope.py")
