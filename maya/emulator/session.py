@@ -266,6 +266,7 @@ def _move_host_states(modules, tensors, device: torch.device) -> dict[int, torch
     tensor cannot take from a fake one). Returns id(old) -> what replaced it (a new Parameter for a
     parameter)."""
     host = {id(t) for t in tensors if t.device.type == "cpu"}
+    host |= {id(t.grad) for t in tensors if id(t) in host and t.grad is not None}  # moved with their parameter
     moved: dict[int, torch.Tensor] = {}
 
     def to_device(t):

@@ -51,6 +51,7 @@ JOBS = [
     (SCRIPTS / "fsdp_padding.py", [], 0),
     (SCRIPTS / "fsdp_padding.py", ["--keep-unsharded"], 0),
     (SCRIPTS / "fsdp_padding.py", ["--host-model"], 0),
+    (SCRIPTS / "fsdp_padding.py", ["--host-model", "--host-grads"], 0),
     (SCRIPTS / "fsdp1_wrap.py", ["device-id"], 0),
     (SCRIPTS / "fsdp1_wrap.py", ["cuda-first"], 0),
     (GPT, [*TINY, "--dp", "fsdp"], 0),
@@ -148,12 +149,13 @@ def _steady(rows: list[dict]) -> list[tuple]:
     return [(r["iteration"], r["phase"], r["kind"], r["op"], r["message_bytes"]) for r in rows if r["iteration"] >= 1]
 
 
-def test_fsdp_of_a_model_built_on_the_host_records_what_a_moved_model_does(emulate_rank_isolated):
+@pytest.mark.parametrize("host_args", [["--host-model"], ["--host-model", "--host-grads"]])
+def test_fsdp_of_a_model_built_on_the_host_records_what_a_moved_model_does(emulate_rank_isolated, host_args):
     # fully_shard moves a host module's tensors by setting `.data` to their GPU copies, which a host
     # tensor cannot take from an emulated one (it failed in set_data); its modules' parameters are
-    # rebuilt on the emulated GPU instead.
+    # rebuilt on the emulated GPU instead, with the host gradients they hold.
     moved = _rows(emulate_rank_isolated(SCRIPTS / "fsdp_padding.py", [], rank=0, world_size=2))
-    host = _rows(emulate_rank_isolated(SCRIPTS / "fsdp_padding.py", ["--host-model"], rank=0, world_size=2))
+    host = _rows(emulate_rank_isolated(SCRIPTS / "fsdp_padding.py", host_args, rank=0, world_size=2))
     assert _steady(host) == _steady(moved) and _calls(host, "all_gather", 1)
 
 
