@@ -294,6 +294,24 @@ def test_huggingface_trainer_with_deepspeed_steps_on_both_ranks(tmp_path, stage)
     assert any(r["op"] == "aten::_fused_adamw_" and r["iteration"] == 3 for r in rows)
 
 
+def test_huggingface_trainer_with_fsdp_steps_on_both_ranks(tmp_path):
+    # accelerate shards the host-built model with fully_shard, whose own move (`tensor.data =` the GPU
+    # copy) failed under emulation. Each GPT2Block (width 128) is gathered in bf16 for forward and again
+    # for backward, and its gradients reduce-scattered.
+    width = 128
+    block = 4 * width + (3 * width * width + 3 * width) + (width * width + width) + (4 * width * width + 4 * width) + (
+        4 * width * width + width)  # two layer norms, attention's qkv and projection, the MLP
+    s = maya.emulate(SCRIPTS / "hf_trainer_fsdp.py", [str(tmp_path / "out")], nproc_per_node=2,
+                     trace_dir=tmp_path / "t", in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    assert len(s.iterations) == 4 and all(it.time_ms > 0 for it in s.iterations)
+    for rank in (0, 1):
+        gathers = _collectives(tmp_path / "t", rank, "all_gather", iteration=2)
+        assert [c["phase"] for c in gathers if c["message_bytes"] == 2 * block] == ["forward"] * 2 + ["backward"] * 2
+        scatters = _collectives(tmp_path / "t", rank, "reduce_scatter", iteration=2)
+        assert [c["message_bytes"] for c in scatters].count(2 * block) == 2
+
+
 def test_deepspeed_cpu_offload_is_refused_by_name(tmp_path):
     s = maya.emulate(SCRIPTS / "deepspeed_zero.py", ["2", "bf16", "offload"], nproc_per_node=2,
                      trace_dir=tmp_path / "t", in_process=True, dedup=False)
