@@ -60,7 +60,9 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
     if not path.is_file():
         raise FileNotFoundError(f"training script not found: {path}")
     saved_argv, saved_path = sys.argv[:], sys.path[:]
-    saved_env = {k: os.environ.get(k) for k in torchrun_env(config)}
+    # The whole environment, not only torchrun's: what a script or its libraries set there (accelerate's
+    # ACCELERATE_USE_DEEPSPEED) must not reach the next emulation in this process.
+    saved_env = dict(os.environ)
     os.environ.update(torchrun_env(config))
     sys.argv = [str(path), *args]
     sys.path.insert(0, str(path.resolve().parent))
@@ -80,11 +82,9 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
                 exit_code, error = 1, traceback.format_exc() + _hint(e)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        for k, v in saved_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        for k in set(os.environ) - set(saved_env):
+            del os.environ[k]
+        os.environ.update({k: v for k, v in saved_env.items() if os.environ.get(k) != v})
     return RunOutcome(state=session.state, exit_code=exit_code, error=error, oom=oom or session.state.oom)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -199,6 +200,16 @@ def test_a_host_tensor_given_gpu_data_is_named(tmp_path):
     s = maya.emulate(script, trace_dir=tmp_path / "t")
     assert s.exit_code == 1 and "w.data = w.to('cuda')" in s.error
     assert "a tensor on the host was given an emulated GPU tensor's data" in s.error and "module.cuda()" in s.error
+
+
+def test_what_a_script_sets_in_the_environment_is_undone_after_it(tmp_path, monkeypatch):
+    # accelerate sets ACCELERATE_USE_DEEPSPEED for a DeepSpeed run; a later emulation in the same
+    # process (a Ray worker, the tests) then took its Trainer for a DeepSpeed one.
+    monkeypatch.setenv("MAYA_TEST_KEPT", "before")
+    script = tmp_path / "env.py"
+    script.write_text("import os\nos.environ['MAYA_TEST_ADDED'] = '1'\nos.environ['MAYA_TEST_KEPT'] = 'changed'\n")
+    assert maya.emulate(script, trace_dir=tmp_path / "t").exit_code == 0
+    assert "MAYA_TEST_ADDED" not in os.environ and os.environ["MAYA_TEST_KEPT"] == "before"
 
 
 def test_missing_script_is_a_clear_error(tmp_path):
