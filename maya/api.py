@@ -46,6 +46,7 @@ def emulate(
     first_ranks: Sequence[int] = (),
     rank_classes: Mapping[int, int] | None = None,
     host_profile: str | os.PathLike | Mapping[str, float] | None = None,
+    zero_only_families: Sequence[int] = (),
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -66,6 +67,8 @@ def emulate(
         variant_families: with several ranks, the group families that change a rank's trace, from
             the meta.json (`variant_families`) of an emulation of the same script and layout; the
             probe ranks that would find them are not emulated. None: probe.
+        zero_only_families: with `variant_families`, those of them where only position 0 differs, from
+            the same meta.json (`zero_only_families`).
         cluster: the cluster the job is simulated on (its world size must be nnodes *
             nproc_per_node, its GPU `gpu`); default: the GPU's preset cluster with torchrun's placement.
         in_process: with several ranks, emulate them one after another in this process and write
@@ -106,7 +109,7 @@ def emulate(
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
             variant_families, cluster, in_process, max_rank_classes, after_rank, first_ranks, rank_classes,
-            host_per_op_us,
+            host_per_op_us, zero_only_families,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -157,7 +160,7 @@ def _emulate_world(
     dedup: bool, verify_dedup: bool, progress, variant_families: list[int] | None = None,
     cluster: ClusterSpec | None = None, in_process: bool = False, max_rank_classes: int | None = None,
     after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (), rank_classes: Mapping[int, int] | None = None,
-    host_per_op_us: Mapping[str, float] | None = None,
+    host_per_op_us: Mapping[str, float] | None = None, zero_only_families: Sequence[int] = (),
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -170,7 +173,7 @@ def _emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
             verify_dedup=verify_dedup, progress=progress, variant_families=variant_families, in_process=in_process,
             max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks, rank_classes=rank_classes,
-            late_failures=True,
+            late_failures=True, zero_only_families=zero_only_families,
         )
     except RankFailedError as e:
         return _failed_summary(e.result, world_size, gpu, [e.result.rank], trace_dir)

@@ -131,11 +131,18 @@ class _LayoutClasses:
 
     @property
     def families(self) -> list[int] | None:
-        return self._known().get("variant_families")
+        """None also for a record without `zero_only_families` (written before they were recorded),
+        whose classes this layout learns again."""
+        known = self._known()
+        return known.get("variant_families") if "zero_only_families" in known else None
+
+    @property
+    def zero_only(self) -> list[int]:
+        return self._known().get("zero_only_families") or []
 
     @property
     def classes(self) -> dict[int, int] | None:
-        classes = self._known().get("rank_to_representative")
+        classes = self._known().get("rank_to_representative") if self.families is not None else None
         return None if classes is None else {int(rank): rep for rank, rep in classes.items()}
 
     def learn(self, figures: Mapping[str, Any] | None, use: CacheUse) -> None:
@@ -144,10 +151,11 @@ class _LayoutClasses:
 
         if use is not CacheUse.MISS or not figures or figures.get("variant_families") is None or self.families is not None:
             return
-        classes = read_meta(figures["trace_dir"]).get("rank_to_representative")
+        meta = read_meta(figures["trace_dir"])
+        classes = meta.get("rank_to_representative")
         if classes is not None:
             self.record = {"variant_families": figures["variant_families"], "rank_to_representative": classes,
-                           "inputs": self.inputs}
+                           "zero_only_families": meta.get("zero_only_families") or [], "inputs": self.inputs}
             self.cache.write_rank_classes(self.key, self.record)
 
 
@@ -402,7 +410,8 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
     try:
         summary = emulate(str(study.script), list(candidate.argv), gpu=candidate.cluster.gpu, nnodes=candidate.cluster.nodes,
                           nproc_per_node=candidate.cluster.gpus_per_node, trace_dir=trace_dir,
-                          variant_families=layout.families, rank_classes=layout.classes, cluster=candidate.cluster,
+                          variant_families=layout.families, zero_only_families=layout.zero_only,
+                          rank_classes=layout.classes, cluster=candidate.cluster,
                           max_rank_classes=study.max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
                           host_profile=host)
     except RankCheckStop as e:
@@ -428,10 +437,12 @@ def _lookup_or_emulate(study: Study, candidate: Candidate, cache: TraceCache, ke
 def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, nproc_per_node: int, trace_dir: Path,
                      variant_families: list[int] | None = None, cluster=None, max_rank_classes: int | None = None,
                      after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (),
-                     rank_classes: Mapping[int, int] | None = None, host_profile: Mapping[str, float] | None = None):
+                     rank_classes: Mapping[int, int] | None = None, host_profile: Mapping[str, float] | None = None,
+                     zero_only_families: Sequence[int] = ()):
     """`maya.emulate` in this process (several ranks one after another) into `trace_dir`, simulated
     on `cluster`; the script's own prints (loss lines, progress bars) go to `trace_dir/script.log`.
-    `after_rank`, `first_ranks`, `rank_classes` and `host_profile` as `maya.emulate` takes them."""
+    `after_rank`, `first_ranks`, `rank_classes`, `host_profile` and `zero_only_families` as `maya.emulate`
+    takes them."""
     from maya.api import emulate
 
     trace_dir = Path(trace_dir)
@@ -440,7 +451,7 @@ def emulate_with_log(script: str, argv: list[str], *, gpu: str, nnodes: int, npr
         return emulate(script, argv, gpu=gpu, nnodes=nnodes, nproc_per_node=nproc_per_node, trace_dir=trace_dir,
                        variant_families=variant_families, cluster=cluster, in_process=True,
                        max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks,
-                       rank_classes=rank_classes, host_profile=host_profile)
+                       rank_classes=rank_classes, host_profile=host_profile, zero_only_families=zero_only_families)
 
 
 def _script_end(summary, candidate: Candidate) -> dict:

@@ -17,7 +17,6 @@ reused worker process, which keeps torch and Maya warm between emulations (see
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -224,6 +223,7 @@ def emulate_world(
     first_ranks: Sequence[int] = (),
     rank_classes: Mapping[int, int] | None = None,
     late_failures: bool = False,
+    zero_only_families: Sequence[int] = (),
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -239,6 +239,8 @@ def emulate_world(
         variant_families: indices of the group families whose position changes a rank's trace, as
             an earlier emulation of the same script and layout found them (its
             `WorldEmulation.variant_families`); skips the probe phase. None: probe.
+        zero_only_families: with `variant_families`, those of them where only position 0 differs, as
+            the same emulation found them (its `WorldEmulation.zero_only_families`).
         in_process: emulate the ranks one after another in this process instead of as Ray tasks
             (no Ray needed): what a tuning trial does, whose warm process is its CPU.
         max_rank_classes: fail before emulating the class representatives when there are more
@@ -277,7 +279,7 @@ def emulate_world(
         results = pool.run(range(world_size), "every rank")
         return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})
     if rank_classes is not None:
-        return _known_classes(pool, world_size, dict(rank_classes), variant_families, max_rank_classes)
+        return _known_classes(pool, world_size, dict(rank_classes), variant_families, zero_only_families, max_rank_classes)
     results = pool.run([0], "rank 0 (its group table decides the rank classes)")
     fams = families(results[0].groups, world_size)
     useful = informative(fams, world_size)
@@ -304,6 +306,7 @@ def emulate_world(
             zero_only = [f for f in variant if f.index in middles and fingerprint(middles[f.index]) == fingerprint(probes[f.index])]
     else:
         variant = [f for f in useful if f.index in set(variant_families)]
+        zero_only = [f for f in variant if f.index in set(zero_only_families)]
     rep = classes(world_size, variant, zero_only)
     representatives = set(rep.values())
 
@@ -328,18 +331,15 @@ def emulate_world(
 
 
 def _known_classes(pool: _InProcessRunner, world_size: int, rep: dict[int, int], variant_families: Sequence[int],
-                   max_rank_classes: int | None) -> WorldEmulation:
+                   zero_only_families: Sequence[int], max_rank_classes: int | None) -> WorldEmulation:
     """`emulate_world` when an earlier emulation of the layout found the rank classes `rep`."""
     representatives = set(rep.values())
     _check_class_count(len(representatives), world_size, max_rank_classes)
     results = pool.run(representatives, "class representatives (rank classes of an earlier emulation of this layout)")
     fams = families(results[0].groups, world_size)
     variant = [f for f in informative(fams, world_size) if f.index in set(variant_families)]
-    # The classes found then may have taken some of these families as zero-only (rank_classes, step 3).
-    wide = [f for f in variant if f.group_size > 2]
-    zero_only = next((list(z) for n in range(len(wide) + 1) for z in itertools.combinations(wide, n)
-                      if classes(world_size, variant, z) == rep), None)
-    if zero_only is None:
+    zero_only = [f for f in variant if f.index in set(zero_only_families)]
+    if classes(world_size, variant, zero_only) != rep:
         raise RuntimeError(
             "rank 0's group table gives other rank classes than the earlier emulation of this layout that was "
             "passed as rank_classes: the script's process groups differ between the two emulations"

@@ -119,7 +119,7 @@ def test_a_world_whose_rank_0_alone_evaluates_has_two_classes(tmp_path):
     assert any("varies at position 0 only" in line for line in lines)
     again = emulate_world(SCRIPTS / "rank0_evaluates.py", [], gpu="h200", world_size=8, local_world_size=8,
                           in_process=True, variant_families=world.variant_families,
-                          rank_classes=world.rank_to_representative)
+                          zero_only_families=world.zero_only_families, rank_classes=world.rank_to_representative)
     assert sorted(again.results) == [0, 1] and again.zero_only_families == world.zero_only_families
 
 
