@@ -56,8 +56,8 @@ from suite import WORKLOADS, Workload  # noqa: E402
 CHILD_CODE = """
 import json, sys
 from maya.api import emulate
-script, out, trace_dir, args = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-summary = emulate(script, args, gpu="h200", trace_dir=trace_dir)
+script, out, trace_dir, args, gpu, host = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5], sys.argv[6]
+summary = emulate(script, args, gpu=gpu, trace_dir=trace_dir, host_profile=host or None)
 summary.write_json(out)
 """
 
@@ -242,14 +242,18 @@ def first_line(text: str | None) -> str:
 # ---------------------------------------------------------------- running
 
 
-def emulate_workload(workload: Workload, timeout_s: float = TIMEOUT_S) -> dict:
-    """Run one workload under Maya in a subprocess; its summary dict, or {"error": ...}."""
+def emulate_workload(workload: Workload, timeout_s: float = TIMEOUT_S, gpu: str = "h200",
+                     host_profile: Path | None = None) -> dict:
+    """Run one workload under Maya in a subprocess, predicted for catalog GPU `gpu` (with the host
+    figures of `host_profile`, a `maya profile --families host` output, if given); its summary dict,
+    or {"error": ...}."""
     with tempfile.TemporaryDirectory(prefix=f"maya-validate-{workload.name}-") as tmp:
         out = Path(tmp) / "summary.json"
         trace_dir = Path(tmp) / "trace"
         cmd = [
             sys.executable, "-c", CHILD_CODE,
-            str(workload.script_path), str(out), str(trace_dir), json.dumps(list(workload.argv)),
+            str(workload.script_path), str(out), str(trace_dir), json.dumps(list(workload.argv)), gpu,
+            str(host_profile or ""),
         ]
         start = time.monotonic()
         try:
@@ -302,12 +306,15 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def header(env: dict, command: str) -> str:
+def header(env: dict, command: str, ground_truth: Path = GROUND_TRUTH, gpu: str = "h200",
+           host_profile: Path | None = None) -> str:
+    leases = Path(ground_truth).resolve() == GROUND_TRUTH.resolve()
+    gpu_name = env.get("gpu_name") or gpu
     return "\n".join(
         [
-            "# Maya validation: predictions vs. H200 ground truth",
+            f"# Maya validation: predictions vs. {gpu_name} ground truth",
             "",
-            f"- Ground truth: `benchmarks/validation/ground_truth_h200.json`, measured {env.get('date_utc')} "
+            f"- Ground truth: `{_shown(ground_truth)}`, measured {env.get('date_utc')} "
             f"on {env.get('gpu_count')}x {env.get('gpu_name')}, torch {env.get('torch_version')} "
             f"(CUDA {env.get('torch_cuda_version')}, cuDNN {env.get('cudnn_version')}), "
             f"driver {env.get('driver_version')}, transformers {env.get('transformers_version')}.",
@@ -318,13 +325,27 @@ def header(env: dict, command: str) -> str:
             "(this ground truth and `benchmarks/gpu/host_phase_h200/lease_*`, each by measure_ground_truth.py; "
             "`python benchmarks/ground_truth_repeatability.py` lists them); measured memory: this ground truth's. "
             "Lease spread: max / min - 1 of those step times. Host-bound steps move with the lease's CPU, so one "
-            "lease is one draw; the last lines score this ground truth's lease alone.",
+            "lease is one draw; the last lines score this ground truth's lease alone." if leases else
+            "- Measured ms: this ground truth's median step time, one lease (host-bound steps move with the lease's "
+            "CPU by tens of percent: see the H200 table's lease spreads).",
+            *([] if gpu == "h200" else [
+                f"- Predicted with `gpu=\"{gpu}\"`: Maya's models are fitted on H200 profiles only, so each op's time is "
+                "the H200 model's, scaled by the catalog's compute and bandwidth ratios (lower-confidence)."]),
+            *([] if host_profile is None else [
+                f"- Host costs: `{_shown(host_profile)}` (`maya profile --families host` on the ground truth's "
+                "machine) in place of the shipped H200 figures."]),
             f"- Predicted with torch {_version('torch')} and transformers {_version('transformers')} "
             "(the Hugging Face models must be the ground truth's version: `pip install -e .[test]` pins it).",
             f"- Reproduce: `{command}`",
             "",
         ]
     )
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the repository when it is inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,9 +356,20 @@ def main(argv: list[str] | None = None) -> int:
                         "with --only, none unless named: a part must not replace the committed table)")
     p.add_argument("--jobs", type=int, default=2, help="workloads emulated in parallel")
     p.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per workload")
+    p.add_argument("--gpu", default="h200", help="catalog GPU to predict for (default h200)")
+    p.add_argument("--ground-truth", type=Path, default=GROUND_TRUTH,
+                   help="measure_ground_truth.py output to score on (default: the H200 one, with its other leases); "
+                        "any other file is scored as one lease")
+    p.add_argument("--host-profile", type=Path, default=None,
+                   help="`maya profile --families host` output of the ground truth's machine, in place of the shipped "
+                        "host figures")
     args = p.parse_args(argv)
+    if not args.ground_truth.is_file():
+        p.error(f"no ground truth file {args.ground_truth}")
+    if args.ground_truth.resolve() != GROUND_TRUTH.resolve() and args.out is None and not args.only:
+        p.error("name --out: the default table is the H200 ground truth's")
 
-    gt = json.loads(GROUND_TRUTH.read_text())
+    gt = json.loads(args.ground_truth.read_text())
     truth = {w["name"]: w for w in gt["workloads"]}
     workloads = list(WORKLOADS)
     if args.only:
@@ -348,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
 
     summaries: dict[str, dict] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(emulate_workload, w, args.timeout): w for w in workloads}
+        futures = {pool.submit(emulate_workload, w, args.timeout, args.gpu, args.host_profile): w for w in workloads}
         for fut in concurrent.futures.as_completed(futures):
             w = futures[fut]
             try:
@@ -363,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
     measured = measurements()  # every lease's file, read once
     times, spreads, medians = lease_times(measured), lease_spreads(measured), lease_medians(measured)
-    for r in rows:
+    for r in rows if args.ground_truth.resolve() == GROUND_TRUTH.resolve() else []:
         r.spread = spreads.get(r.name)
         if r.measured_ms is not None and r.name in medians:
             r.first_lease_ms = r.measured_ms
@@ -382,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not written: --only runs part of the suite (name --out to write it; {DEFAULT_OUT.relative_to(REPO_ROOT)} "
               "holds the whole suite's table)", file=sys.stderr)
         return 0
-    text = header(gt.get("environment", {}), command) + "\n" + body
+    text = header(gt.get("environment", {}), command, args.ground_truth, args.gpu, args.host_profile) + "\n" + body
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"wrote {out}", file=sys.stderr)

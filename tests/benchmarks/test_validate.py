@@ -147,3 +147,31 @@ def test_a_part_of_the_suite_never_replaces_the_committed_table(tmp_path, capsys
     assert validate.main(["--only", "dlrm_fp32", "--out", str(tmp_path / "part.md")]) == 0
     part = (tmp_path / "part.md").read_text()
     assert "| dlrm_fp32 | no |" in part and part.count("\n| ") == 2  # the header row and dlrm's
+
+
+def test_another_gpu_is_scored_on_its_own_ground_truth_as_one_lease(tmp_path, capsys):
+    import json
+
+    h200 = json.loads(validate.GROUND_TRUTH.read_text())
+    dlrm = next(w for w in h200["workloads"] if w["name"] == "dlrm_fp32")
+    truth = tmp_path / "ground_truth_h100.json"
+    truth.write_text(json.dumps({"environment": {"gpu_name": "NVIDIA H100 80GB HBM3", "date_utc": "x"},
+                                 "workloads": [{**dlrm, "median_step_ms": 20.0}]}))
+    with pytest.raises(SystemExit):  # the committed H200 table is not the place for another GPU's
+        validate.main(["--gpu", "h100", "--ground-truth", str(truth)])
+    with pytest.raises(SystemExit):
+        validate.main(["--only", "dlrm_fp32", "--ground-truth", str(tmp_path / "missing.json")])
+    assert "no ground truth file" in capsys.readouterr().err
+    for gpu in ("h200", "h100"):
+        assert validate.main(["--only", "dlrm_fp32", "--gpu", gpu, "--ground-truth", str(truth),
+                              "--out", str(tmp_path / f"{gpu}.md")]) == 0
+    rows = {}
+    for gpu in ("h200", "h100"):
+        text = (tmp_path / f"{gpu}.md").read_text()
+        assert text.startswith("# Maya validation: predictions vs. NVIDIA H100 80GB HBM3 ground truth")
+        assert ("H200 model's, scaled by the catalog's" in text) == (gpu == "h100")
+        cells = [c.strip() for c in next(line for line in text.splitlines() if line.startswith("| dlrm_fp32")).split("|")]
+        rows[gpu] = cells
+        assert cells[3] == "20.00" and cells[4] == "1"  # this file's step time, one lease, no H200 lease median
+    # DLRM's fp32 step is partly memory-bound: the H100's lower bandwidth predicts it longer
+    assert float(rows["h100"][6]) > float(rows["h200"][6])
