@@ -73,11 +73,14 @@ def test_transfer_to_h100_scales_by_catalog_ratio_and_marks_low_confidence(fitte
     assert set(h100["estimate_source"]) == {"exact-transfer"}
     assert h100["low_confidence"].all() and not h200["low_confidence"].any()
     # All CPU-dataset ops are float32/float64 without TF32: both GPUs have 67 TFLOP/s there, so
-    # compute-bound ops (intensity >= 67e12 / 4.8e12 FLOP/byte) keep their time and memory-bound
-    # ops slow down by 4800 / 3350 GB/s.
-    intensity = h200["flops"].to_numpy() / h200["bytes"].to_numpy()
-    expected_ratio = np.where(intensity >= 67e12 / 4800e9, 1.0, 4800 / 3350)
-    assert (intensity < 67e12 / 4800e9).any()
+    # compute-bound ops (intensity >= 67e12 / 4.8e12 FLOP/byte) keep their time, and a memory-bound
+    # op slows down by 4800 / 3350 GB/s on the share of its H200 time that streaming its bytes at
+    # 0.8 x 4800 GB/s explains.
+    flops, bytes_ = h200["flops"].to_numpy(), h200["bytes"].to_numpy()
+    memory_bound = flops < 67e12 / 4800e9 * bytes_
+    share = np.minimum(1.0, bytes_ / (0.8 * 4800e9) * 1e6 / h200["duration_us"].to_numpy())
+    expected_ratio = np.where(memory_bound, 1 + share * (4800 / 3350 - 1), 1.0)
+    assert memory_bound.any()
     np.testing.assert_allclose(h100["duration_us"] / h200["duration_us"], expected_ratio, rtol=1e-12)
     learned = estimate_trace(profiles, models_dir=models_dir, gpu="a100", exact=False)
     assert set(learned["estimate_source"]) == {"catboost-transfer"}
@@ -114,3 +117,26 @@ def test_a_model_uses_its_own_feature_names_and_an_unknown_one_is_named():
     assert _model_features(fitted(["log2_flops", "log2_gemm_m"]), "conv") == ["log2_flops", "log2_gemm_m"]
     with pytest.raises(ValueError, match=r"the conv model wants features \['nope'\].*maya fit"):
         _model_features(fitted(["log2_flops", "nope"]), "conv")
+
+
+def test_transfer_scales_only_the_share_of_time_the_bounding_resource_explains():
+    from maya.estimator.estimate import transfer_ratio
+    from maya.hardware import load_gpu
+
+    h200, h100, a100 = load_gpu("h200"), load_gpu("h100"), load_gpu("a100")
+    bf16 = np.full(4, 989.4e12)
+    # a 1 GB copy taking exactly its roofline time on the H200 (1e9 / (0.8 * 4.8e12) s = 260.4 us),
+    # the same copy at half that rate, a 4 KB copy of 5 us (launch-bound), and an 8192^3 bf16 GEMM
+    # (intensity 2731 FLOP/byte, above the ridge) at 70% of peak
+    roofline_copy_us = 1e9 / (0.8 * 4.8e12) * 1e6
+    source_us = np.array([roofline_copy_us, 2 * roofline_copy_us, 5.0, 2 * 8192**3 / (0.7 * 989.4e12) * 1e6])
+    flops = np.array([0.0, 0.0, 0.0, 2 * 8192**3])
+    bytes_ = np.array([1e9, 1e9, 4096.0, 3 * 8192**2 * 2])
+    ratio = transfer_ratio(source_us, flops, bytes_, bf16, bf16, h200, h100)
+    bandwidth = 4800 / 3350
+    small_share = 4096 / (0.8 * 4.8e12) * 1e6 / 5
+    np.testing.assert_allclose(ratio, [bandwidth, 1 + 0.5 * (bandwidth - 1), 1 + small_share * (bandwidth - 1), 1.0])
+    assert ratio[2] < 1.0001  # the launch-bound copy keeps its time
+    # the A100's bf16 peak is 312 TFLOP/s: the GEMM, all compute, takes the whole peak ratio
+    a100_ratio = transfer_ratio(source_us[3:], flops[3:], bytes_[3:], bf16[3:], np.array([312e12]), h200, a100)
+    assert a100_ratio[0] == pytest.approx(989.4 / 312)
