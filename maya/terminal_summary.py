@@ -49,6 +49,10 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
     if sources := d.get("estimate_sources"):
         shown = [f"{source} {share:.0%}" for source, share in sources.items() if share > 0]
         lines.append(_row("estimates", ", ".join(shown) + " of predicted GPU time"))
+        transferred = sum(share for source, share in sources.items() if str(source).endswith("-transfer"))
+        if transferred > 0:
+            lines.append(_row("", f"lower confidence: {transferred:.0%} scaled from the H200's models by catalog "
+                                  "ratios (no profiles of this GPU; README, Accuracy, \"Another GPU\")"))
     if d.get("timeline"):
         lines.append(_row("timeline", f"{d['timeline']} (open it in {PERFETTO_URL})"))
     lines.append(_row("trace", summary.trace_dir))

@@ -101,6 +101,11 @@ def test_terminal_summary_out_of_memory_and_other_gpu():
     a100 = terminal_summary(_summary(gpu="a100", iterations=[_iteration(0, 40.0, reserved=90 * GIB)],
                                      extra=_extra(emulated_gpu="h200")))
     assert "of 80.00 GiB per GPU (a100): does NOT fit in the a100's memory; figures from the emulated h200's allocator" in a100
+    assert "lower confidence" not in a100  # its estimates came from an H200's models unscaled (here)
+    h100 = terminal_summary(_summary(gpu="h100", extra=_extra(
+        estimate_sources={"catboost-transfer": 0.9, "exact-transfer": 0.05, "roofline": 0.05})))
+    assert "catboost-transfer 90%, exact-transfer 5%, roofline 5% of predicted GPU time" in h100
+    assert "lower confidence: 95% scaled from the H200's models by catalog ratios (no profiles of this GPU" in h100
 
 
 def test_a_step_of_no_gpu_work_has_no_rate_and_the_page_still_prints():
