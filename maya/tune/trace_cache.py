@@ -10,6 +10,12 @@ Two keys split what the emulator decides from what only the simulator models:
   price), or is `single-gpu` for a one-GPU job, whose time no link affects; with the study's host
   figures for the cluster's GPU (`Study.host_profiles`), their hash is appended.
 
+Each key also carries a fingerprint of the Maya code and data that make its result
+(`code_fingerprint`): the emulator's for the emulation key, the estimator's, simulator's and hardware
+catalog's (with the shipped models' fit report and calibration, host and NCCL figures) for the
+simulation key. Entries written by another Maya (an upgrade, a refit of the models, a changed
+transfer rule) are made again instead of read back; a cache left from before only costs disk.
+
 A configuration of many micro-batches is not emulated at its own accum: its figures are extrapolated
 from the entries of two small counts (`maya.tune.accum_extrapolation`), whose argv carry those
 counts, so the configuration's own accum is in no key.
@@ -52,6 +58,33 @@ from maya.hardware.cluster import ClusterSpec
 SINGLE_GPU_SIM_KEY = "single-gpu"
 OUTCOME_FILE = "outcome.json"
 
+EMULATION_CODE = ("emulator", "world", "trace", "api.py")
+"""Parts of the `maya` package (folders or files) whose content decides a per-rank trace."""
+PREDICTION_CODE = ("estimator", "simulator", "hardware", "predict.py", "resimulate.py", "summary.py", "throughput.py",
+                   "event_timing.py")
+"""Parts of the `maya` package whose content turns a trace into predicted figures."""
+FINGERPRINTED_SUFFIXES = (".py", ".json", ".yaml", ".yml")
+"""Files a fingerprint reads: code and the small data files beside it. Profiles (Parquet) and model
+files (.cbm.gz) are left out: a refit changes the models' `fit_report.json`, which is read."""
+
+
+@functools.cache
+def code_fingerprint(parts: tuple[str, ...], root: Path | None = None) -> str:
+    """A short hash of the files under `parts` (folders or files relative to `root`, by default the
+    installed `maya` package) with `FINGERPRINTED_SUFFIXES`, names and contents, read once per process."""
+    if root is None:
+        import maya
+
+        root = Path(maya.__file__).parent
+    h = hashlib.sha256()
+    for part in parts:
+        path = Path(root) / part
+        files = [path] if path.is_file() else sorted(
+            f for f in path.rglob("*") if f.is_file() and f.suffix in FINGERPRINTED_SUFFIXES)
+        for f in files:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
 
 def digest(payload: Any) -> str:
     """A short stable hash of a JSON-able payload (key order ignored): the cache's names."""
@@ -79,6 +112,7 @@ def emulation_inputs(
 
     return {
         "maya": __version__,
+        "emulator_code": code_fingerprint(EMULATION_CODE),
         "trace_schema": TRACE_SCHEMA_VERSION,
         "script_sha256": script_sha256,
         "argv": list(argv),
@@ -95,12 +129,14 @@ def emulation_key(inputs: dict[str, Any]) -> str:
 
 
 def simulation_key(cluster: ClusterSpec, host_per_op_us: Mapping[str, float] | None = None) -> str:
-    """Hash of a cluster's topology; `single-gpu` for a one-GPU job; `-host-<hash>` appended when
-    the job is predicted with host figures other than the shipped ones."""
+    """Hash of a cluster's topology (`single-gpu` for a one-GPU job), then `-code-<the prediction code's
+    fingerprint>`, then `-host-<hash>` when the job is predicted with host figures other than the
+    shipped ones."""
     if cluster.world_size == 1:
         key = SINGLE_GPU_SIM_KEY
     else:
         key = digest({k: v for k, v in asdict(cluster).items() if k not in ("name", "price_per_gpu_hour_usd")})
+    key = f"{key}-code-{code_fingerprint(PREDICTION_CODE)[:12]}"
     return f"{key}-host-{digest(dict(host_per_op_us))[:12]}" if host_per_op_us else key
 
 

@@ -8,7 +8,15 @@ import pytest
 
 from maya.tune.evaluate import evaluate, steady_step_ms
 from maya.tune.outcome import CacheUse, TrialStatus
-from maya.tune.trace_cache import TraceCache, emulation_inputs, emulation_key, file_sha256
+from maya.tune.trace_cache import (
+    PREDICTION_CODE,
+    SINGLE_GPU_SIM_KEY,
+    TraceCache,
+    code_fingerprint,
+    emulation_inputs,
+    emulation_key,
+    file_sha256,
+)
 
 
 @pytest.fixture
@@ -144,7 +152,7 @@ def test_a_second_trial_with_the_same_key_waits_and_hits(study, tmp_path):
         waiter.start()
         time.sleep(0.5)
         assert not results  # blocked on the lock
-        cache.write_figures(key, "single-gpu", {
+        cache.write_figures(key, f"{SINGLE_GPU_SIM_KEY}-code-{code_fingerprint(PREDICTION_CODE)[:12]}", {
             "step_time_ms": 5.0, "peak_allocated_bytes": 1, "peak_reserved_bytes": 2, "breakdown_ms": {},
             "top_ops": [], "timeline": None, "iteration_ms": [6.0, 5.0], "trace_dir": None}, {})
     waiter.join(timeout=60)
