@@ -41,7 +41,7 @@ from typing import Any
 
 from maya.tune.candidate import Candidate
 from maya.tune.study import DECREASING, INCREASING, LAUNCH_DIMENSIONS, Study
-from maya.tune.trace_cache import digest, file_sha256
+from maya.tune.trace_cache import EMULATION_CODE, code_fingerprint, digest, file_sha256
 
 BUILTIN_ORDER: Mapping[str, Any] = {"micro_batch": INCREASING}
 """Dimensions whose memory order Maya knows for any training script."""
@@ -49,8 +49,10 @@ BUILTIN_ORDER: Mapping[str, Any] = {"micro_batch": INCREASING}
 
 def memory_file(study: Study, cache_root: str | os.PathLike) -> Path:
     """The record file of `study` under the trace cache `cache_root`: one per script content, fixed
-    arguments, global batch, flags and memory limit (what decides whether a configuration fits)."""
+    arguments, global batch, flags and memory limit (what decides whether a configuration fits), and
+    the emulator's code (`trace_cache.code_fingerprint`: another Maya's records are not read back)."""
     payload = {
+        "emulator_code": code_fingerprint(EMULATION_CODE),
         "script_sha256": file_sha256(study.script), "script_args": list(study.script_args),
         "global_batch": study.global_batch, "flags": dict(study.flags), "max_memory_fraction": study.max_memory_fraction,
         "memory_order": {k: v if isinstance(v, str) else list(v) for k, v in memory_order(study).items()},

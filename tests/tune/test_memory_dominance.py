@@ -92,3 +92,14 @@ def test_the_schedule_of_a_configuration_without_a_pipeline_is_ignored(make_stud
     record(study, resolve_candidate(study, {"micro_batch": 2, "pp_schedule": "1f1b"}), "too big", memory_file(study, tmp_path))
     assert dominating(study, resolve_candidate(study, {"micro_batch": 4, "pp_schedule": "interleaved"}), memory_file(study, tmp_path))
     assert '"pp_schedule"' not in memory_file(study, tmp_path).read_text()
+
+
+def test_another_emulators_records_are_not_read(make_study, tmp_path, monkeypatch):
+    # What fits is the emulator's verdict: records made by other emulator code live in another file.
+    import maya.tune.memory_dominance as dominance
+
+    study = _study(make_study)
+    here = memory_file(study, tmp_path)
+    assert memory_file(study, tmp_path) == here
+    monkeypatch.setattr(dominance, "EMULATION_CODE", ("hardware",))
+    assert memory_file(study, tmp_path) != here
