@@ -7,6 +7,7 @@ recorder. Leaving it undoes all of that, so a process can emulate several runs o
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import warnings
@@ -25,7 +26,7 @@ from maya.emulator.checkpoints import install_checkpoints
 from maya.emulator.compat import install_compat
 from maya.emulator.conv_layout import install_conv_layout
 from maya.emulator.ctc_loss import install_ctc_loss
-from maya.emulator.cuda_api import install_cuda_api
+from maya.emulator.cuda_api import UnsupportedCudaCall, install_cuda_api
 from maya.emulator.data_constructors import install_data_constructors
 from maya.emulator.deepspeed_compat import install_deepspeed
 from maya.emulator.distributed import install_distributed
@@ -90,6 +91,7 @@ class EmulationSession:
             install_safetensors(patcher)
             install_flex_attention(Recorder)
             _patch_movement(patcher)
+            _patch_data_parallel(patcher)
             _patch_lazy_parameters(patcher)
             _patch_numpy(patcher)
             _patch_data_workers(patcher)
@@ -204,6 +206,57 @@ def _patch_movement(patcher: Patcher) -> None:
                          lambda module: _patch_fsdp1_device_id(module, patcher))
     patcher.after_import("torch.distributed.fsdp._fully_shard._fsdp_init",
                          lambda module: _patch_fsdp2_move(module, patcher))
+
+
+def _patch_data_parallel(patcher: Patcher) -> None:
+    """`nn.DataParallel` on the one GPU a process emulates, as on a one-GPU machine. Its input scatter
+    and output gather run torch._C's CUDA-only `_scatter` / `_gather`, which a CPU build of PyTorch
+    lacks (AttributeError); here they are the copies they are, through `Tensor.to`. Several GPUs in
+    one process (`device_ids=[0, 1, ...]`) are refused by name: Maya emulates one GPU per process."""
+    import torch.nn.parallel.comm as comm
+    from torch._utils import _get_device_index
+
+    def scatter(tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
+        if out is not None:
+            return tuple(o.copy_(c) for o, c in zip(out, tensor.split([o.shape[dim] for o in out], dim)))
+        devices = [_get_device_index(d) for d in devices]
+        chunks = tensor.split(list(chunk_sizes), dim) if chunk_sizes else tensor.chunk(len(devices), dim)
+        copies = []
+        for i, (chunk, d) in enumerate(zip(chunks, devices)):
+            with torch.cuda.stream(streams[i]) if streams and streams[i] is not None else contextlib.nullcontext():
+                copies.append(chunk.to(f"cuda:{d}", non_blocking=True).contiguous())
+        return tuple(copies)
+
+    def gather(tensors, dim=0, destination=None, *, out=None):
+        if out is not None:
+            return torch.cat(list(tensors), dim, out=out)
+        device = "cpu" if destination == -1 or destination == "cpu" else f"cuda:{_get_device_index(destination or 0)}"
+        return torch.cat([t.to(device) for t in tensors], dim)
+
+    patcher.set(comm, "scatter", scatter)
+    patcher.set(comm, "gather", gather)
+    import torch.nn.parallel._functions as functions
+
+    side_streams: dict[int, torch.cuda.Stream] = {}
+
+    def _get_stream(device):
+        # the side stream a host input is copied on; `torch.device(int)` names the emulation's proxy
+        # device, not "cuda", which PyTorch's own check refuses
+        return side_streams.setdefault(device.index or 0, torch.cuda.Stream())
+
+    patcher.set(functions, "_get_stream", _get_stream)
+    original_init = nn.DataParallel.__init__
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        indices = {_get_device_index(d, True) for d in device_ids or ()}
+        if len(indices) > 1:
+            raise UnsupportedCudaCall(
+                f"torch.nn.DataParallel over several GPUs in one process (device_ids={list(device_ids)}) cannot be "
+                "emulated: Maya emulates one GPU per process. Run one process per GPU with "
+                "DistributedDataParallel (`maya emulate --nproc-per-node N`), or give DataParallel one device.")
+        original_init(self, module, device_ids, output_device, dim)
+
+    patcher.set(nn.DataParallel, "__init__", __init__)
 
 
 _OPTIMIZERS: weakref.WeakSet = weakref.WeakSet()
