@@ -268,6 +268,7 @@ def install_cuda_api(patcher: Patcher) -> None:
         "set_per_process_memory_fraction": _set_memory_fraction,
         "list_gpu_processes": lambda device=None: "GPU:0\nno processes are running (emulated)",
         "utilization": lambda device=None: 0,
+        "is_current_stream_capturing": lambda: False,  # no CUDA graphs under emulation (SyncBatchNorm asks)
     }
     for name, value in simple.items():
         patcher.set(cuda, name, value)
@@ -275,6 +276,7 @@ def install_cuda_api(patcher: Patcher) -> None:
             patcher.set(cuda.memory, name, value)
         if hasattr(cuda.random, name):
             patcher.set(cuda.random, name, value)
+    patcher.set(cuda.graphs, "is_current_stream_capturing", simple["is_current_stream_capturing"])
     patcher.set(cuda.streams, "Stream", EmulatedStream)
     patcher.set(cuda.streams, "Event", EmulatedEvent)
     for name in UNSUPPORTED:

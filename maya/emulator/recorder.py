@@ -42,6 +42,7 @@ from maya.emulator.host_tensors import host_ints, runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.out_of_memory import defer, in_backward, raise_out_of_memory
 from maya.emulator.state import EmulationState
+from maya.emulator.sync_batch_norm import SHAPES as SYNC_BATCH_NORM_SHAPES
 from maya.emulator.value_hints import ValueHints
 
 aten = torch.ops.aten
@@ -349,6 +350,8 @@ class Recorder(TorchDispatchMode):
         try:
             if name in _LENGTH_SHAPED:  # before FakeTensor, which refuses their host length tensors
                 out, dynamic_shape = _LENGTH_SHAPED[name](*args, **kwargs)
+            elif name in SYNC_BATCH_NORM_SHAPES:  # CUDA-only: no meta kernel, no host kernel
+                out = SYNC_BATCH_NORM_SHAPES[name](*args, **kwargs)
             else:
                 out = func(*args, **kwargs)
         except DynamicOutputShapeException:

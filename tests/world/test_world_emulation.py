@@ -348,3 +348,25 @@ def test_a_script_failing_after_whole_iterations_still_gets_their_times(tmp_path
     assert "completed before the script failed" in terminal_summary(s)
     # The trace stays incomplete: `maya simulate` refuses a directory without meta.json.
     assert not (tmp_path / "t" / "meta.json").exists()
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_sync_batch_norm_gathers_statistics_and_reduces_gradients(tmp_path, layout):
+    # SyncBatchNorm's five ops exist for CUDA only (no meta or CPU kernel); the script had failed in
+    # aten::batch_norm_stats. Per step: its statistics are all-gathered (world x (2 x 16 channels + a
+    # count), float32) and its gradient sums all-reduced (2 x 16 float32), beside DDP's bucket.
+    s = maya.emulate(SCRIPTS / "sync_batch_norm.py", [layout], nproc_per_node=2, trace_dir=tmp_path / "t",
+                     in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    rows = [r for r in read_rank_trace(tmp_path / "t", 0).to_pylist() if r["iteration"] == 1]
+    ops = [r["op"] for r in rows if r["kind"] == "kernel"]
+    for op in ("batch_norm_stats", "batch_norm_gather_stats_with_counts", "batch_norm_elemt",
+               "batch_norm_backward_reduce", "batch_norm_backward_elemt"):
+        assert ops.count(f"aten::{op}") == 1, op
+    gathers = [r["message_bytes"] for r in rows if r["op"] == "nccl:all_gather" and r["phase"] == "forward"]
+    assert gathers == [2 * (2 * 16 + 1) * 4]
+    reduces = [r["message_bytes"] for r in rows if r["op"] == "nccl:all_reduce" and r["phase"] == "backward"]
+    assert 2 * 16 * 4 in reduces
+    elemt = next(r for r in rows if r["op"] == "aten::batch_norm_elemt")
+    strides = elemt["output_strides"][0]
+    assert (strides[1] == 1) == (layout == "channels_last")  # the input's memory format kept
