@@ -99,6 +99,8 @@ def install_distributed(patcher: Patcher) -> None:
         if hasattr(device_mesh, name):
             patcher.set(device_mesh, name, fn)
     patcher.after_import("torch.distributed.pipelining.stage", lambda module: _require_stage_shapes(patcher, module))
+    patcher.after_import("torch.distributed.optim.zero_redundancy_optimizer",
+                         lambda module: _refuse_zero_state_receipt(patcher, module))
 
     def batch_isend_irecv(p2p_op_list):
         """ProcessGroupNCCL posts the list as one NCCL group; every returned work waits for all of it."""
@@ -320,6 +322,28 @@ def _require_stage_shapes(patcher: Patcher, module) -> None:
                 "micro-batch input and output")
 
     patcher.set(cls, "__init__", __init__)
+
+
+def _refuse_zero_state_receipt(patcher: Patcher, module) -> None:
+    """`ZeroRedundancyOptimizer.consolidate_state_dict(to=r)`: rank r receives every other rank's shard
+    of the optimizer state as a pickle broadcast from that rank (`_broadcast_object`), which this rank's
+    emulation cannot know; unpickling the unknown bytes failed with "invalid load key". Refused by name
+    on the receiving rank; the sending ranks record their broadcasts as before. Training steps with
+    the optimizer are unaffected."""
+    original = getattr(module, "_broadcast_object", None)
+    if original is None:
+        return
+
+    def _broadcast_object(obj, src_rank, group=None, device=torch.device("cpu")):
+        if dist.get_rank() != src_rank:
+            raise NotImplementedError(
+                f"ZeroRedundancyOptimizer.consolidate_state_dict cannot be emulated on the rank that collects: "
+                f"rank {src_rank}'s optimizer state is sent as an object, and every rank is emulated on its own. "
+                "The training steps before it are kept; a script can save each rank's own shard instead "
+                "(`optimizer.optim.state_dict()`)")
+        return original(obj, src_rank, group=dist.group.WORLD if group is None else group, device=device)
+
+    patcher.set(module, "_broadcast_object", _broadcast_object)
 
 
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):

@@ -6,6 +6,7 @@ Every rank runs in its own Ray actor process (`ray_local`: 2 CPUs). The models a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -370,3 +371,21 @@ def test_sync_batch_norm_gathers_statistics_and_reduces_gradients(tmp_path, layo
     elemt = next(r for r in rows if r["op"] == "aten::batch_norm_elemt")
     strides = elemt["output_strides"][0]
     assert (strides[1] == 1) == (layout == "channels_last")  # the input's memory format kept
+
+
+def test_zero_redundancy_optimizer_steps_and_its_consolidation_is_refused_by_name(tmp_path):
+    # Each rank updates its shard of the parameters and broadcasts them to the other; gathering the
+    # optimizer state on rank 0 would unpickle rank 1's state, which rank 0's emulation cannot know
+    # (it failed with "invalid load key").
+    s = maya.emulate(SCRIPTS / "zero_redundancy.py", [], nproc_per_node=2, trace_dir=tmp_path / "t",
+                     in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    for rank in (0, 1):
+        roots = {json.loads(r["attrs"])["root"] for r in _collectives(tmp_path / "t", rank, "broadcast")
+                 if r["phase"] == "optimizer"}
+        assert roots == {0, 1}, roots  # each rank's shard, from its owner
+    s = maya.emulate(SCRIPTS / "zero_redundancy.py", ["consolidate"], nproc_per_node=2, trace_dir=tmp_path / "c",
+                     in_process=True, dedup=False)
+    assert s.exit_code == 1 and s.error.startswith("[rank 0]")
+    assert "ZeroRedundancyOptimizer.consolidate_state_dict cannot be emulated on the rank that collects" in s.error
+    assert len(s.iterations) == 3 and all(it.time_ms > 0 for it in s.iterations)  # the steps before it are kept
