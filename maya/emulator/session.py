@@ -478,11 +478,16 @@ def _convert_own(self: nn.Module, fn, converted: dict) -> None:
 def _patch_finite_checks(patcher: Patcher, recorder: Recorder) -> None:
     """`torch.isfinite(x)` reads True, as `isfinite(x).all()` does: PyTorch decomposes it into
     comparisons (x == x, |x| != inf) that Maya cannot tell from any other, so a check such as
-    `if not torch.isfinite(loss): raise ...` stopped the script on the "nothing is wrong" placeholder."""
-    for owner in (torch, torch.Tensor):
-        original = owner.isfinite
+    `if not torch.isfinite(loss): raise ...` stopped the script on the "nothing is wrong" placeholder.
+    So does `torch._is_all_true(valid)`, PyTorch's own validity check (`torch._check_tensor_all`, and
+    `torch.distributions`, which checks every distribution's parameters and samples against their
+    constraints unless `validate_args=False`: a VAE's `Normal(mu, sigma)` stopped with "found invalid
+    values"). The checks' kernels, and the host read that follows them, are recorded as before."""
+    for owner, name in ((torch, "isfinite"), (torch.Tensor, "isfinite"), (torch, "_is_all_true"),
+                        (torch.Tensor, "_is_all_true")):
+        original = getattr(owner, name)
 
-        def isfinite(x, *args, _original=original, **kwargs):
+        def reads_true(x, *args, _original=original, **kwargs):
             out = _original(x, *args, **kwargs)
             if isinstance(out, torch.Tensor):
                 recorder.remember_true(out)
@@ -490,7 +495,7 @@ def _patch_finite_checks(patcher: Patcher, recorder: Recorder) -> None:
                     recorder.values.assume(out, True)
             return out
 
-        patcher.set(owner, "isfinite", isfinite)
+        patcher.set(owner, name, reads_true)
 
 
 NUMPY_MAX_NUMEL = 1 << 26

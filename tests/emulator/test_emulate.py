@@ -348,3 +348,30 @@ def test_data_parallel_over_several_gpus_is_refused_by_name(tmp_path):
     s = maya.emulate(script, trace_dir=tmp_path / "t")
     assert s.exit_code == 1 and "torch.nn.DataParallel over several GPUs in one process" in s.error
     assert "--nproc-per-node" in s.error
+
+
+def test_distribution_argument_checks_read_valid(tmp_path):
+    # torch.distributions checks parameters and samples against their constraints
+    # (`torch._is_all_true(valid)`, a host read); the unknown value had read as invalid: "ValueError:
+    # Expected parameter loc ... to satisfy the constraint Real(), but found invalid values".
+    script = tmp_path / "vae.py"
+    script.write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "from torch.distributions import Normal, kl_divergence\n"
+        "enc = nn.Linear(32, 16).cuda()\n"
+        "opt = torch.optim.Adam(enc.parameters())\n"
+        "for _ in range(2):\n"
+        "    mu, s = enc(torch.randn(8, 32, device='cuda')).chunk(2, dim=1)\n"
+        "    q = Normal(mu, F.softplus(s) + 1e-4)\n"
+        "    z = q.rsample()\n"
+        "    loss = -q.log_prob(z).sum() + kl_divergence(q, Normal(torch.zeros_like(mu), torch.ones_like(mu))).sum()\n"
+        "    loss.backward(); opt.step(); opt.zero_grad()\n"
+        "assert not torch._is_all_true(torch.zeros(1, dtype=torch.bool)).item()  # host tensors: their own answer\n"
+    )
+    s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    rows = read_rank_trace(s.trace_dir, 0).to_pandas()
+    checks = rows[(rows.op == "aten::_is_all_true") & (rows.iteration == 1)]
+    assert len(checks) >= 4  # loc and scale of each Normal, and the sample given to log_prob
+    reads = rows[(rows.kind == "sync") & (rows.iteration == 1)]
+    assert len(reads) >= len(checks)  # each check is read on the host, as on a GPU
