@@ -99,6 +99,7 @@ class EmulationSession:
             install_compat(patcher)
             install_deepspeed(patcher)
             _patch_compile(patcher)
+            _patch_profiler(patcher)
             self._tracker = ModuleTracker()
             state.nccl = NcclRuntime(state, self._tracker)
             install_distributed(patcher)
@@ -610,6 +611,29 @@ def _patch_checkpoint(patcher: Patcher, state: EmulationState, tracker: ModuleTr
         return out
 
     patcher.set(ckpt, "checkpoint", checkpoint)
+
+
+def _patch_profiler(patcher: Patcher) -> None:
+    """A script's own `torch.profiler.profile(activities=[..., ProfilerActivity.CUDA])` profiles the host
+    only: a CPU build of PyTorch has no CUDA profiler, and each op had printed a C++ warning with its
+    stack ("Failed to record CUDA event. CUDA used in profiler but not enabled"), hundreds per step.
+    One warning says so; the GPU side is Maya's own timeline."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler.profiler import _KinetoProfile
+
+    original = _KinetoProfile.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if ProfilerActivity.CUDA in self.activities:
+            self.activities = {a for a in self.activities if a != ProfilerActivity.CUDA}
+            getattr(self, "activity_filters", {}).pop(ProfilerActivity.CUDA, None)
+            if getattr(self, "use_device", None) == "cuda":
+                self.use_device = None
+            warnings.warn("torch.profiler under Maya emulation records host (CPU) activity only; the emulated GPU's "
+                          "work is in Maya's timeline (TRACE_DIR/timeline.json)", stacklevel=2)
+
+    patcher.set(_KinetoProfile, "__init__", __init__)
 
 
 def _patch_compile(patcher: Patcher) -> None:
