@@ -614,10 +614,13 @@ def _patch_checkpoint(patcher: Patcher, state: EmulationState, tracker: ModuleTr
 
 
 def _patch_profiler(patcher: Patcher) -> None:
-    """A script's own `torch.profiler.profile(activities=[..., ProfilerActivity.CUDA])` profiles the host
-    only: a CPU build of PyTorch has no CUDA profiler, and each op had printed a C++ warning with its
-    stack ("Failed to record CUDA event. CUDA used in profiler but not enabled"), hundreds per step.
-    One warning says so; the GPU side is Maya's own timeline."""
+    """A script's own `torch.profiler.profile(activities=[..., ProfilerActivity.CUDA])` (or the older
+    `torch.autograd.profiler.profile(use_device="cuda")`) profiles the host only: a CPU build of PyTorch
+    has no CUDA profiler, and each op had printed a C++ warning with its stack ("Failed to record CUDA
+    event. CUDA used in profiler but not enabled"), hundreds per step. One warning says so; the GPU
+    side is Maya's own timeline. `torch.autograd.profiler.emit_nvtx()` and `torch.cuda.profiler.start()`
+    / `stop()` / `profile()` (a capture range for Nsight Systems, which a CPU build refuses or lacks the
+    CUDA runtime for) do nothing."""
     from torch.profiler import ProfilerActivity
     from torch.profiler.profiler import _KinetoProfile
 
@@ -634,6 +637,27 @@ def _patch_profiler(patcher: Patcher) -> None:
                           "work is in Maya's timeline (TRACE_DIR/timeline.json)", stacklevel=2)
 
     patcher.set(_KinetoProfile, "__init__", __init__)
+    legacy = torch.autograd.profiler.profile
+    original_legacy = legacy.__init__
+
+    def legacy_init(self, *args, **kwargs):
+        original_legacy(self, *args, **kwargs)
+        if getattr(self, "use_device", None) == "cuda":
+            self.use_device = None
+            self.profiler_kind = torch.autograd.ProfilerState.KINETO
+            self.kineto_activities.discard(ProfilerActivity.CUDA)
+            warnings.warn("torch.autograd.profiler under Maya emulation records host (CPU) activity only; the "
+                          "emulated GPU's work is in Maya's timeline (TRACE_DIR/timeline.json)", stacklevel=2)
+
+    patcher.set(legacy, "__init__", legacy_init)
+    # NVTX ranges and the CUDA profiler's start and stop only mark a capture for Nsight Systems; a CPU
+    # build refuses the first and has no CUDA runtime for the others
+    patcher.set(torch.autograd.profiler.emit_nvtx, "__enter__", lambda self: self)
+    patcher.set(torch.autograd.profiler.emit_nvtx, "__exit__", lambda self, *exc: False)
+    import torch.cuda.profiler as cuda_profiler
+
+    patcher.set(cuda_profiler, "start", lambda: None)
+    patcher.set(cuda_profiler, "stop", lambda: None)
 
 
 def _patch_compile(patcher: Patcher) -> None:

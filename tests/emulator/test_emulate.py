@@ -388,8 +388,16 @@ def test_a_scripts_own_cuda_profiler_profiles_the_host_quietly(tmp_path, capfd):
         "    for _ in range(2):\n"
         "        m(torch.randn(8, 64, device='cuda')).sum().backward()\n"
         "assert any(e.key == 'aten::mm' for e in prof.key_averages())  # the host side is profiled\n"
+        "with torch.autograd.profiler.profile(use_device='cuda'):\n"
+        "    m(torch.randn(8, 64, device='cuda'))\n"
+        "with torch.autograd.profiler.emit_nvtx():\n"  # Nsight Systems' markers: nothing to do
+        "    m(torch.randn(8, 64, device='cuda'))\n"
+        "torch.cuda.profiler.start(); torch.cuda.profiler.stop()\n"
+        "with torch.cuda.profiler.profile():\n"
+        "    m(torch.randn(8, 64, device='cuda'))\n"
     )
-    with pytest.warns(UserWarning, match=r"torch.profiler under Maya emulation records host \(CPU\) activity only"):
+    with pytest.warns(UserWarning, match=r"torch.profiler under Maya emulation records host \(CPU\) activity only"), \
+            pytest.warns(UserWarning, match=r"torch.autograd.profiler under Maya emulation records host"):
         s = maya.emulate(script, trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
     assert "Failed to record CUDA event" not in capfd.readouterr().err
