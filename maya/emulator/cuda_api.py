@@ -295,6 +295,7 @@ def install_cuda_api(patcher: Patcher) -> None:
                          ("memory_snapshot", list)):
         patcher.set(torch.cuda.memory, name, _no_memory_history(name, result))
     patcher.set(torch.cuda, "memory_snapshot", torch.cuda.memory.memory_snapshot)
+    patcher.set(torch.cuda.memory, "_set_allocator_settings", lambda settings: s.allocator_settings.append(settings))
     _install_accelerator(patcher, simple)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import runpy
 import sys
@@ -13,6 +14,8 @@ import torch
 
 from maya.emulator.session import EmulationSession
 from maya.emulator.state import EmulationState, RankConfig
+
+log = logging.getLogger(__name__)
 
 MASTER_ADDR = "127.0.0.1"
 MASTER_PORT = "29500"
@@ -81,11 +84,36 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
             except Exception as e:
                 exit_code, error = 1, traceback.format_exc() + _hint(e)
     finally:
+        settings = [os.environ.get(ALLOC_CONF, ""), *session.state.allocator_settings]
         sys.argv, sys.path[:] = saved_argv, saved_path
         for k in set(os.environ) - set(saved_env):
             del os.environ[k]
         os.environ.update({k: v for k, v in saved_env.items() if os.environ.get(k) != v})
+    if note := allocator_settings_note(settings):
+        log.warning(note)
     return RunOutcome(state=session.state, exit_code=exit_code, error=error, oom=oom or session.state.oom)
+
+
+ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def allocator_settings_note(settings: list[str]) -> str | None:
+    """A warning naming the caching-allocator settings a run asked for (its PYTORCH_CUDA_ALLOC_CONF, as
+    the script left it, and `torch.cuda.memory._set_allocator_settings` calls), which the emulated
+    allocator does not follow; None when there are none. `expandable_segments:True`, common in LLM
+    training, maps memory in pages into one growing segment per stream instead of caching whole
+    segments, so the GPU reserves less than the default allocator Maya emulates."""
+    keys = []
+    for text in settings:
+        for item in (text or "").split(","):
+            key, _, value = item.strip().partition(":")
+            if key and f"{key}:{value}" not in keys:
+                keys.append(f"{key}:{value}" if value else key)
+    if not keys:
+        return None
+    return (f"{ALLOC_CONF} settings are not emulated ({', '.join(keys)}): Maya's reserved memory and "
+            "out-of-memory point follow PyTorch's default caching allocator (allocated memory, the tensors' own, changes "
+            "little); with expandable_segments:True the GPU usually reserves less")
 
 
 DATA_MOVE_HINT = (

@@ -86,6 +86,9 @@ class EmulationState:
     deferred_error: BaseException | None = None
     """The first out-of-memory error or tensor hook's exception raised inside a backward pass, re-raised
     when backward returns (`maya.emulator.out_of_memory`)."""
+    allocator_settings: list[str] = field(default_factory=list)
+    """What the script gave `torch.cuda.memory._set_allocator_settings` (the run's
+    PYTORCH_CUDA_ALLOC_CONF is read apart): settings the emulated allocator does not follow."""
     elapsed_time_ms: object = None
     """Callable(rows, first_row, last_row, stream) -> predicted ms between two event records, set by
     the caller (maya.event_timing); None: `Event.elapsed_time` answers 0.0."""

@@ -401,3 +401,32 @@ def test_a_scripts_own_cuda_profiler_profiles_the_host_quietly(tmp_path, capfd):
         s = maya.emulate(script, trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
     assert "Failed to record CUDA event" not in capfd.readouterr().err
+
+
+def test_allocator_settings_the_emulation_does_not_follow_are_named(tmp_path, caplog, monkeypatch):
+    # expandable_segments:True (common in LLM training) changes what the GPU reserves; the emulated
+    # allocator is the default one, which the warning says, naming what the run asked for.
+    import logging
+
+    from maya.emulator.runner import allocator_settings_note
+
+    assert allocator_settings_note(["", ""]) is None
+    script = tmp_path / "alloc.py"
+    script.write_text(
+        "import os\n"
+        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n"
+        "import torch\n"
+        "torch.cuda.memory._set_allocator_settings('max_split_size_mb:128')\n"
+        "x = torch.randn(1024, 1024, device='cuda')\n"
+    )
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    with caplog.at_level(logging.WARNING, logger="maya.emulator.runner"):
+        s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    notes = [r.getMessage() for r in caplog.records if "PYTORCH_CUDA_ALLOC_CONF settings are not emulated" in r.getMessage()]
+    assert len(notes) == 1 and "(expandable_segments:True, max_split_size_mb:128)" in notes[0]
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ  # the script's setting ends with it
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="maya.emulator.runner"):
+        maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "plain")
+    assert not [r for r in caplog.records if "ALLOC_CONF" in r.getMessage()]
