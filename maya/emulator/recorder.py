@@ -201,6 +201,10 @@ def _returns_new_tensors(func: torch._ops.OpOverload) -> bool:
     return all(a.alias_info is None for a in (*schema.arguments, *schema.returns))
 
 
+NON_STRIDED_RESULT = object()
+"""What `_run_on_host` returns for an op whose host result is nested or sparse."""
+
+
 def _run_on_host(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> object | None:
     """`func` run for real on zero-filled host tensors shaped as its fake GPU inputs, its outputs
     returned as fake GPU tensors of the same shapes, strides and dtypes; None where the inputs are too
@@ -221,6 +225,8 @@ def _run_on_host(func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> obje
             result = func(*host_args[0], **host_args[1])
         except (NotImplementedError, RuntimeError):
             return None
+    if any(t.is_nested or t.layout is not torch.strided for t in flatten_tensors((result,), {})):
+        return NON_STRIDED_RESULT  # cannot stand for a GPU tensor: the op is named as unsupported
 
     def on_device(r: object) -> object:
         if isinstance(r, torch.Tensor):
@@ -372,6 +378,10 @@ class Recorder(TorchDispatchMode):
                 # Fake tensors ran the op's real kernel on the emulated device, which has none (PyTorch
                 # has no meta kernel for it): run it on host stand-ins for the shapes of its outputs.
                 host_out = _run_on_host(func, args, kwargs)
+            if host_out is NON_STRIDED_RESULT:
+                raise self._unsupported(name, "its output is a nested or sparse tensor, which Maya does not emulate "
+                                        "(nn.TransformerEncoder's inference fast path makes a nested one from a "
+                                        "padding mask)") from None
             if host_out is not None:
                 out = host_out
             elif "meta" in message or "not implemented" in str(e).lower() or isinstance(e, NotImplementedError):

@@ -92,6 +92,7 @@ class EmulationSession:
             install_flex_attention(Recorder)
             _patch_movement(patcher)
             _patch_data_parallel(patcher)
+            _patch_transformer_encoder(patcher)
             _patch_lazy_parameters(patcher)
             _patch_numpy(patcher)
             _patch_data_workers(patcher)
@@ -258,6 +259,32 @@ def _patch_data_parallel(patcher: Patcher) -> None:
         original_init(self, module, device_ids, output_device, dim)
 
     patcher.set(nn.DataParallel, "__init__", __init__)
+
+
+def _patch_transformer_encoder(patcher: Patcher) -> None:
+    """`nn.TransformerEncoder` (`enable_nested_tensor=True`, its default) turns a padded batch into a
+    nested tensor in inference with a padding mask, to skip the padding; Maya does not emulate nested
+    tensors, and an evaluation loop stopped there. Under emulation the encoder keeps the padded batch
+    (its layers' fused inference path still runs), with one warning: that forward computes the padding
+    the GPU would skip, so it is predicted longer."""
+    original = nn.TransformerEncoder.forward
+    warned = []
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        requested = getattr(self, "use_nested_tensor", False)
+        if requested and src_key_padding_mask is not None and not self.training and not torch.is_grad_enabled() \
+                and not warned:
+            warned.append(True)
+            warnings.warn("nn.TransformerEncoder's nested-tensor inference path is not emulated: Maya runs it on the "
+                          "padded batch, so this forward is predicted longer than a GPU that skips the padding",
+                          stacklevel=2)
+        self.use_nested_tensor = False
+        try:
+            return original(self, src, mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
+        finally:
+            self.use_nested_tensor = requested
+
+    patcher.set(nn.TransformerEncoder, "forward", forward)
 
 
 _OPTIMIZERS: weakref.WeakSet = weakref.WeakSet()

@@ -430,3 +430,37 @@ def test_allocator_settings_the_emulation_does_not_follow_are_named(tmp_path, ca
     with caplog.at_level(logging.WARNING, logger="maya.emulator.runner"):
         maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "plain")
     assert not [r for r in caplog.records if "ALLOC_CONF" in r.getMessage()]
+
+
+def test_transformer_encoder_inference_with_padding_runs_on_the_padded_batch(tmp_path):
+    # nn.TransformerEncoder's inference fast path makes a nested tensor from the padding mask; it had
+    # stopped evaluation loops with "NestedTensorImpl doesn't support sizes".
+    script = tmp_path / "encoder.py"
+    script.write_text(
+        "import torch, torch.nn as nn\n"
+        "enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(64, 4, 128, batch_first=True), 2).cuda()\n"
+        "x = torch.randn(4, 16, 64, device='cuda')\n"
+        "pad = torch.zeros(4, 16, dtype=torch.bool, device='cuda'); pad[:, 12:] = True\n"
+        "enc(x, src_key_padding_mask=pad).sum().backward()\n"
+        "enc.eval()\n"
+        "with torch.no_grad():\n"
+        "    assert enc(x, src_key_padding_mask=pad).shape == (4, 16, 64)\n"
+        "assert enc.use_nested_tensor  # as the script built it\n"
+    )
+    with pytest.warns(UserWarning, match="nested-tensor inference path is not emulated"):
+        s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    ops = _ops(s).op.tolist()
+    assert ops.count("aten::_transformer_encoder_layer_fwd") == 2  # each layer's fused inference path
+
+
+def test_an_op_with_a_nested_result_is_named(tmp_path):
+    script = tmp_path / "nested.py"
+    script.write_text(
+        "import torch\n"
+        "x = torch.randn(2, 3, 4, device='cuda')\n"
+        "torch._nested_tensor_from_mask(x, torch.ones(2, 3, dtype=torch.bool, device='cuda'))\n"
+    )
+    s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 1
+    assert "Maya cannot emulate aten::_nested_tensor_from_mask" in s.error and "nested or sparse tensor" in s.error
