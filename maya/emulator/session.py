@@ -208,6 +208,7 @@ def _patch_movement(patcher: Patcher) -> None:
                          lambda module: _patch_fsdp1_device_id(module, patcher))
     patcher.after_import("torch.distributed.fsdp._fully_shard._fsdp_init",
                          lambda module: _patch_fsdp2_move(module, patcher))
+    patcher.after_import("torch.distributed.fsdp._flat_param", lambda module: _refuse_fsdp1_cpu_offload(module, patcher))
 
 
 def _patch_data_parallel(patcher: Patcher) -> None:
@@ -387,6 +388,37 @@ def _patch_fsdp1_move(module, patcher: Patcher) -> None:
         _move_host_states(modules, tensors, torch.device(device_from_device_id))
 
     patcher.set(module, "_move_module_to_device", _move_module_to_device)
+    original_compute_device = module._get_compute_device
+
+    def _get_compute_device(root, ignored_params, device_from_device_id, rank, device_handle):
+        # A root whose parameters nested FSDP instances (auto-wrapping) all took has none of its own:
+        # FSDP then takes `torch.device(current_device())`, under emulation the proxy device, and found
+        # it inconsistent with `device_id` ("maya:0 vs cuda:0"). On a GPU it is that same device.
+        if (device_from_device_id is not None and _on_the_gpu(device_from_device_id)
+                and next(module._get_orig_params(root, ignored_params), None) is None):
+            return torch.device(device_from_device_id)
+        return original_compute_device(root, ignored_params, device_from_device_id, rank, device_handle)
+
+    patcher.set(module, "_get_compute_device", _get_compute_device)
+
+
+def _refuse_fsdp1_cpu_offload(module, patcher: Patcher) -> None:
+    """FSDP1's full state dict with `offload_to_cpu=True` moves each unsharded flat parameter to the
+    host by `flat_param.data = flat_param.to("cpu")`, which an emulated GPU tensor cannot take; it
+    failed with a bare `set_data` error (and Maya's hint about the opposite move). Refused by name
+    with what works."""
+    import contextlib as _contextlib
+
+    @_contextlib.contextmanager
+    def to_cpu(self):
+        raise NotImplementedError(
+            "FSDP1's full state dict with offload_to_cpu=True cannot be emulated: it moves each gathered "
+            "parameter to the host in place, which an emulated GPU tensor cannot do. Under emulation use "
+            "FullStateDictConfig(offload_to_cpu=False), a sharded state dict (StateDictType.SHARDED_STATE_DICT) or "
+            "torch.distributed.checkpoint; the training steps before it are kept")
+        yield  # never reached: a generator, as the method it replaces
+
+    patcher.set(module.FlatParamHandle, "to_cpu", to_cpu)
 
 
 def _patch_fsdp1_device_id(module, patcher: Patcher) -> None:

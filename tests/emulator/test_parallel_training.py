@@ -176,6 +176,20 @@ def test_fsdp1_gathers_each_wrapped_block_per_pass(emulate_rank_isolated, mode):
     assert sorted(_sizes(_calls(rows, "reduce_scatter", 1))) == sorted([FSDP1_ROOT * F32] + [FSDP1_BLOCK * F32] * 4)
 
 
+def test_fsdp1_with_every_parameter_wrapped_and_its_full_state_dict(emulate_rank_isolated):
+    # The root FSDP instance holds no parameter of its own: FSDP took `torch.device(current_device())`,
+    # under emulation the proxy device, and stopped on "maya:0 vs cuda:0".
+    script, args = SCRIPTS / "fsdp1_wrap.py", ["device-id", "all-wrapped", "full-state-dict"]
+    rows = _rows(emulate_rank_isolated(script, args, rank=0, world_size=2))
+    assert _sizes(_calls(rows, "all_gather", 1, "forward")) == [FSDP1_BLOCK * BF16] * 4
+    # Offloading the gathered parameters to the host moves them in place, which is refused by name (it
+    # failed in a bare `set_data` error); the steps before it are kept.
+    offload = emulate_rank_isolated(script, [*args[:2], "full-state-dict-offload"], rank=0, world_size=2)
+    assert offload.exit_code == 1 and "full state dict with offload_to_cpu=True cannot be emulated" in offload.error
+    ends = lambda table: [r["iteration"] for r in table if r["kind"] == "iteration_end"]  # noqa: E731
+    assert ends(offload.table.to_pylist()) == ends(rows) == [0, 1]
+
+
 def test_fsdp1_moving_a_host_model_records_what_a_moved_model_does(emulate_rank_isolated):
     host = _rows(emulate_rank_isolated(SCRIPTS / "fsdp1_wrap.py", ["device-id"], rank=0, world_size=2))
     moved = _rows(emulate_rank_isolated(SCRIPTS / "fsdp1_wrap.py", ["cuda-first"], rank=0, world_size=2))
