@@ -91,6 +91,13 @@ class EmulatedProcessGroup(dist.ProcessGroup):
     def getBackendName(self) -> str:
         return "nccl"
 
+    @property
+    def _device_types(self) -> list[torch.device]:
+        """The devices of the group's backends, as an NCCL group reports them; c10d's own lookup of a
+        group's device (`_get_pg_default_device`: FSDP1's sharded state dict, torch.distributed's
+        ShardedTensor) found none ("no backend has been registered with this ProcessGroup")."""
+        return [torch.device("cuda")]
+
     def getGroupName(self) -> str:
         return self._group_name
 

@@ -85,8 +85,10 @@ AGREEING_REDUCTIONS = frozenset({"max", "min", "avg", "band", "bor"})
 values it writes, except an all-reduce of these ops of values this rank knows, where every rank of
 the group is taken to hold the same (the ranks of a rank class are alike), so a flag that ranks agree
 on (DeepSpeed's overflow flag, all-reduced with MAX) stays known; and the root's own values of a
-broadcast. A sum is not kept (a count that differs between ranks would be silently wrong), nor what
-another rank broadcasts (`torch.tensor(n if rank == 0 else -1)` differs by rank)."""
+broadcast. A sum is not kept (a count that differs between ranks would be silently wrong), except a
+sum of zeros, the "nothing is wrong" answer every rank then holds (FSDP1 sums each rank's count of
+missing optimizer states and stops unless it is 0); nor what another rank broadcasts
+(`torch.tensor(n if rank == 0 else -1)` differs by rank)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +204,12 @@ class ValueHints:
         except as `AGREEING_REDUCTIONS` says."""
         keeps = (op == "broadcast" and root) or (op == "all_reduce" and reduce_op in AGREEING_REDUCTIONS)
         for t in outputs:
-            if not (keeps and self.exact(t) is not None):
-                self.written(t)
+            known = self.exact(t)
+            if keeps and known is not None:
+                continue
+            if op == "all_reduce" and reduce_op == "sum" and known is not None and not bool(known.any()):
+                continue  # a sum of zeros: "nothing is wrong" on any rank (a count of missing states, say)
+            self.written(t)
 
     def _in_place(self, func, args: tuple, kwargs: dict) -> None:
         """A write: what it writes is forgotten, unless the op runs on known values only and writes

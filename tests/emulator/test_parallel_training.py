@@ -179,7 +179,9 @@ def test_fsdp1_gathers_each_wrapped_block_per_pass(emulate_rank_isolated, mode):
 def test_fsdp1_with_every_parameter_wrapped_and_its_full_state_dict(emulate_rank_isolated):
     # The root FSDP instance holds no parameter of its own: FSDP took `torch.device(current_device())`,
     # under emulation the proxy device, and stopped on "maya:0 vs cuda:0".
-    script, args = SCRIPTS / "fsdp1_wrap.py", ["device-id", "all-wrapped", "full-state-dict"]
+    # The sharded state dict's ShardedTensors ask c10d for the group's device, which the emulated group
+    # did not report ("no backend has been registered with this ProcessGroup").
+    script, args = SCRIPTS / "fsdp1_wrap.py", ["device-id", "all-wrapped", "full-state-dict", "sharded-state-dict"]
     rows = _rows(emulate_rank_isolated(script, args, rank=0, world_size=2))
     assert _sizes(_calls(rows, "all_gather", 1, "forward")) == [FSDP1_BLOCK * BF16] * 4
     # Offloading the gathered parameters to the host moves them in place, which is refused by name (it

@@ -1,7 +1,8 @@
 """What a rank knows of the values a collective writes, checked on each rank of two: an all-reduce MAX
 or MIN of values the rank knows keeps them (the ranks of a class are alike); a SUM, and what another
-rank broadcasts, are unknown (`.item()` gives the integer placeholder 1); a broadcast's root keeps its
-own values."""
+rank broadcasts, are unknown (`.item()` gives the integer placeholder 1), except a SUM of zeros, which
+stays 0 (a count of problems that no rank has: FSDP1 sums the ranks' missing optimizer states and stops
+unless it is 0); a broadcast's root keeps its own values."""
 
 import torch
 import torch.distributed as dist
@@ -16,6 +17,9 @@ assert flag.item() == 3 and scale.item() == 0.5, (flag.item(), scale.item())
 total = torch.tensor([3], device="cuda")
 dist.all_reduce(total)
 assert total.item() == 1, total.item()
+missing = torch.tensor([0], dtype=torch.int32, device="cuda")
+dist.all_reduce(missing)
+assert missing.item() == 0, missing.item()
 sent = torch.tensor([5 if rank == 0 else -1], device="cuda")
 dist.broadcast(sent, src=0)
 assert sent.item() == (5 if rank == 0 else 1), (rank, sent.item())

@@ -2,11 +2,13 @@
 precision, AdamW, gradient clipping, 2 steps.
 
     torchrun --nproc-per-node 2 fsdp1_wrap.py {device-id,cuda-first} [all-wrapped] [full-state-dict[-offload]]
+        [sharded-state-dict]
 
 `device-id`: the model is built on the host and FSDP moves it (`device_id=torch.cuda.current_device()`,
 the documented form); `cuda-first`: the model is moved with `.cuda()` before wrapping. `all-wrapped`:
 no head, so the root FSDP instance holds no parameter of its own (auto-wrapping took them all).
-`full-state-dict`: then a full state dict on rank 0 (`offload_to_cpu` with `-offload`).
+`full-state-dict`: then a full state dict on rank 0 (`offload_to_cpu` with `-offload`);
+`sharded-state-dict`: each rank's sharded state dict (ShardedTensors, which ask c10d for the group's device).
 """
 
 import sys
@@ -52,3 +54,8 @@ if any(flag.startswith("full-state-dict") for flag in sys.argv[2:]):
     with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):
         state = model.state_dict()
     assert len(state) == (2 * 2 * BLOCKS if dist.get_rank() == 0 else 0), len(state)
+if "sharded-state-dict" in sys.argv[2:]:
+    from torch.distributed.fsdp import StateDictType
+
+    with FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+        assert len(model.state_dict()) == 2 * 2 * BLOCKS
