@@ -389,3 +389,16 @@ def test_zero_redundancy_optimizer_steps_and_its_consolidation_is_refused_by_nam
     assert s.exit_code == 1 and s.error.startswith("[rank 0]")
     assert "ZeroRedundancyOptimizer.consolidate_state_dict cannot be emulated on the rank that collects" in s.error
     assert len(s.iterations) == 3 and all(it.time_ms > 0 for it in s.iterations)  # the steps before it are kept
+
+
+def test_lightning_ddp_trains_on_every_rank(tmp_path):
+    # Lightning broadcasts rank 0's SIGTERM flag before every batch; rank 1 read the unknown value as 1
+    # and left training after the sanity check, so the ranks' collectives could not match.
+    s = maya.emulate(SCRIPTS / "lightning_fit.py", [str(tmp_path / "root"), "ddp"], nproc_per_node=2,
+                     trace_dir=tmp_path / "t", in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    for rank in (0, 1):
+        rows = read_rank_trace(tmp_path / "t", rank).to_pylist()
+        assert sum(r["kind"] == "iteration_end" for r in rows) == 5, rank
+        assert sum(r["op"] == "nccl:broadcast" and r["message_bytes"] == 8 and r["phase"] != "other"
+                   for r in rows) >= 5  # the flag, recorded each step
