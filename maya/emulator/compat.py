@@ -1,4 +1,4 @@
-"""Compatibility shims for Hugging Face transformers and Lightning.
+"""Compatibility shims for Hugging Face transformers.
 
 transformers asks `is_fake_tensor(x)` to decide whether it is being traced, and when it is, it
 builds explicit attention masks and repeats k/v heads instead of letting SDPA handle causality and
@@ -12,12 +12,6 @@ before the length limit (no generated token is an end-of-sequence token: `value_
 rule), so that comparison always holds, and the loop's condition is replaced by its one part that
 stays known: the stopping criteria (the length limit) have not all hit. The search then decodes as
 many steps as on a GPU whose beams never finish early, as greedy and sampling `generate` do.
-
-Lightning (2.x) broadcasts rank 0's "received SIGTERM" flag before every training batch and stops the
-rank when it reads 1. A rank other than 0 cannot know what rank 0 sends, and the unknown integer read
-as 1: every rank but 0 left training after the sanity check, and the job's collectives could not
-match. No emulated rank receives a SIGTERM, so each rank's decision is its own flag (False); the
-broadcast is still recorded.
 """
 
 from __future__ import annotations
@@ -55,29 +49,7 @@ def _beam_search_runs_to_its_length_limit(module: object, patcher: Patcher) -> N
     patcher.set(mixin, "_beam_search_has_unfinished_sequences", staticmethod(_beam_search_has_unfinished_sequences))
 
 
-def _lightning_sigterm_flag(module: object, patcher: Patcher) -> None:
-    loop = getattr(module, "_TrainingEpochLoop", None)
-    if loop is None or not hasattr(loop, "_broadcast_sigterm_tensor"):
-        return
-    stopped = getattr(module, "SIGTERMException", None)
-
-    def _broadcast_sigterm_tensor(self) -> None:
-        received = bool(getattr(self.trainer, "received_sigterm", False))
-        flag = torch.tensor([1 if received else 0], device=self.trainer.strategy.root_device)
-        try:
-            torch.distributed.broadcast(flag, src=0)
-        except Exception:  # as Lightning's own: no process group
-            pass
-        if received and stopped is not None:
-            raise stopped()
-
-    patcher.set(loop, "_broadcast_sigterm_tensor", _broadcast_sigterm_tensor)
-
-
 def install_compat(patcher: Patcher) -> None:
     """Apply the shims now for imported modules, and on import for the others; `patcher` undoes them."""
     patcher.after_import(_MODULE, lambda module: _patch(module, patcher))
     patcher.after_import("transformers.generation.utils", lambda module: _beam_search_runs_to_its_length_limit(module, patcher))
-    for package in ("lightning.pytorch", "pytorch_lightning"):
-        patcher.after_import(f"{package}.loops.training_epoch_loop",
-                             lambda module: _lightning_sigterm_flag(module, patcher))

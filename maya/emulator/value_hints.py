@@ -85,10 +85,11 @@ AGREEING_REDUCTIONS = frozenset({"max", "min", "avg", "band", "bor"})
 values it writes, except an all-reduce of these ops of values this rank knows, where every rank of
 the group is taken to hold the same (the ranks of a rank class are alike), so a flag that ranks agree
 on (DeepSpeed's overflow flag, all-reduced with MAX) stays known; and the root's own values of a
-broadcast. A sum is not kept (a count that differs between ranks would be silently wrong), except a
-sum of zeros, the "nothing is wrong" answer every rank then holds (FSDP1 sums each rank's count of
-missing optimizer states and stops unless it is 0); nor what another rank broadcasts
-(`torch.tensor(n if rank == 0 else -1)` differs by rank)."""
+broadcast. A sum is not kept (a count that differs between ranks would be silently wrong), nor what
+another rank broadcasts (`torch.tensor(n if rank == 0 else -1)` differs by rank), except where this
+rank's own values are zeros: the "nothing is wrong" answer, which every rank then holds (FSDP1 sums
+each rank's count of missing optimizer states and stops unless it is 0; Lightning broadcasts rank 0's
+"received SIGTERM" flag before every batch and stops a rank that reads 1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +208,9 @@ class ValueHints:
             known = self.exact(t)
             if keeps and known is not None:
                 continue
-            if op == "all_reduce" and reduce_op == "sum" and known is not None and not bool(known.any()):
-                continue  # a sum of zeros: "nothing is wrong" on any rank (a count of missing states, say)
+            if (op == "broadcast" or (op == "all_reduce" and reduce_op == "sum")) and known is not None \
+                    and not bool(known.any()):
+                continue  # zeros: "nothing is wrong" on every rank (a count of missing states, a stop flag)
             self.written(t)
 
     def _in_place(self, func, args: tuple, kwargs: dict) -> None:

@@ -1,8 +1,8 @@
 """What a rank knows of the values a collective writes, checked on each rank of two: an all-reduce MAX
 or MIN of values the rank knows keeps them (the ranks of a class are alike); a SUM, and what another
-rank broadcasts, are unknown (`.item()` gives the integer placeholder 1), except a SUM of zeros, which
-stays 0 (a count of problems that no rank has: FSDP1 sums the ranks' missing optimizer states and stops
-unless it is 0); a broadcast's root keeps its own values."""
+rank broadcasts, are unknown (`.item()` gives the integer placeholder 1), except where this rank's own
+values are zeros, which stay 0 (a count of problems no rank has, a stop flag no rank raised); a
+broadcast's root keeps its own values."""
 
 import torch
 import torch.distributed as dist
@@ -23,3 +23,6 @@ assert missing.item() == 0, missing.item()
 sent = torch.tensor([5 if rank == 0 else -1], device="cuda")
 dist.broadcast(sent, src=0)
 assert sent.item() == (5 if rank == 0 else 1), (rank, sent.item())
+stop = torch.tensor([0], device="cuda")  # Lightning's "received SIGTERM" flag, from rank 0
+dist.broadcast(stop, src=0)
+assert stop.item() == 0, stop.item()
