@@ -106,9 +106,8 @@ def allocator_settings_note(settings: list[str]) -> str | None:
     keys = []
     for text in settings:
         for item in (text or "").split(","):
-            key, _, value = item.strip().partition(":")
-            if key and f"{key}:{value}" not in keys:
-                keys.append(f"{key}:{value}" if value else key)
+            if (item := item.strip()) and item not in keys:
+                keys.append(item)
     if not keys:
         return None
     return (f"{ALLOC_CONF} settings are not emulated ({', '.join(keys)}): Maya's reserved memory and "

@@ -411,6 +411,8 @@ def test_allocator_settings_the_emulation_does_not_follow_are_named(tmp_path, ca
     from maya.emulator.runner import allocator_settings_note
 
     assert allocator_settings_note(["", ""]) is None
+    assert "(expandable_segments:True, garbage_collection_threshold)" in allocator_settings_note(
+        ["expandable_segments:True,garbage_collection_threshold", "garbage_collection_threshold"])  # each once
     script = tmp_path / "alloc.py"
     script.write_text(
         "import os\n"
