@@ -407,9 +407,7 @@ def _refuse_fsdp1_cpu_offload(module, patcher: Patcher) -> None:
     host by `flat_param.data = flat_param.to("cpu")`, which an emulated GPU tensor cannot take; it
     failed with a bare `set_data` error (and Maya's hint about the opposite move). Refused by name
     with what works."""
-    import contextlib as _contextlib
-
-    @_contextlib.contextmanager
+    @contextlib.contextmanager
     def to_cpu(self):
         raise NotImplementedError(
             "FSDP1's full state dict with offload_to_cpu=True cannot be emulated: it moves each gathered "
@@ -672,6 +670,11 @@ def _patch_checkpoint(patcher: Patcher, state: EmulationState, tracker: ModuleTr
     patcher.set(ckpt, "checkpoint", checkpoint)
 
 
+def _warn_host_only(profiler: str) -> None:
+    warnings.warn(f"{profiler} under Maya emulation records host (CPU) activity only; the emulated GPU's work is in "
+                  "Maya's timeline (TRACE_DIR/timeline.json)", stacklevel=3)
+
+
 def _patch_profiler(patcher: Patcher) -> None:
     """A script's own `torch.profiler.profile(activities=[..., ProfilerActivity.CUDA])` (or the older
     `torch.autograd.profiler.profile(use_device="cuda")`) profiles the host only: a CPU build of PyTorch
@@ -692,8 +695,7 @@ def _patch_profiler(patcher: Patcher) -> None:
             getattr(self, "activity_filters", {}).pop(ProfilerActivity.CUDA, None)
             if getattr(self, "use_device", None) == "cuda":
                 self.use_device = None
-            warnings.warn("torch.profiler under Maya emulation records host (CPU) activity only; the emulated GPU's "
-                          "work is in Maya's timeline (TRACE_DIR/timeline.json)", stacklevel=2)
+            _warn_host_only("torch.profiler")
 
     patcher.set(_KinetoProfile, "__init__", __init__)
     legacy = torch.autograd.profiler.profile
@@ -705,8 +707,7 @@ def _patch_profiler(patcher: Patcher) -> None:
             self.use_device = None
             self.profiler_kind = torch.autograd.ProfilerState.KINETO
             self.kineto_activities.discard(ProfilerActivity.CUDA)
-            warnings.warn("torch.autograd.profiler under Maya emulation records host (CPU) activity only; the "
-                          "emulated GPU's work is in Maya's timeline (TRACE_DIR/timeline.json)", stacklevel=2)
+            _warn_host_only("torch.autograd.profiler")
 
     patcher.set(legacy, "__init__", legacy_init)
     # NVTX ranges and the CUDA profiler's start and stop only mark a capture for Nsight Systems; a CPU
