@@ -139,12 +139,19 @@ def _pack_padded_sequence(x: torch.Tensor, lengths: torch.Tensor, batch_first: b
     return (torch.empty((data.shape[0], *x.shape[2:]), dtype=x.dtype, device=x._fake_device), batch_sizes), False
 
 
+def _no_sync(shape):
+    """`shape` (a function of an op's arguments returning its outputs) as `_LENGTH_SHAPED` takes it."""
+    return lambda *args, **kwargs: (shape(*args, **kwargs), False)
+
+
 _LENGTH_SHAPED = {
     "aten::_pack_padded_sequence": _pack_padded_sequence, "aten::_ctc_loss": ctc_loss_outputs,
     "aten::_ctc_loss.Tensor": ctc_loss_outputs,
+    **{name: _no_sync(shape) for name, shape in SYNC_BATCH_NORM_SHAPES.items()},
 }
-"""Ops of sequence lengths whose outputs Maya shapes itself: op name -> function returning the outputs
-and whether the real step syncs to read the lengths."""
+"""Ops whose outputs Maya shapes itself: op name -> function returning the outputs and whether the
+real step syncs to read host values. Ops of sequence lengths (FakeTensor refuses their host length
+tensors), and SyncBatchNorm's CUDA-only ops (no meta and no host kernel)."""
 
 
 @functools.cache
@@ -354,10 +361,8 @@ class Recorder(TorchDispatchMode):
                 return out
         dynamic_shape = False
         try:
-            if name in _LENGTH_SHAPED:  # before FakeTensor, which refuses their host length tensors
+            if name in _LENGTH_SHAPED:  # before FakeTensor: host length tensors, or no kernel to shape them
                 out, dynamic_shape = _LENGTH_SHAPED[name](*args, **kwargs)
-            elif name in SYNC_BATCH_NORM_SHAPES:  # CUDA-only: no meta kernel, no host kernel
-                out = SYNC_BATCH_NORM_SHAPES[name](*args, **kwargs)
             else:
                 out = func(*args, **kwargs)
         except DynamicOutputShapeException:
