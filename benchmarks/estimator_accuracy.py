@@ -105,21 +105,23 @@ def profile_keys(table: pa.Table) -> np.ndarray:
 
 
 def evaluate(heldout: Path, training: Path, gpu: str = "h200", models_dir: Path | None = None,
-             retimed: dict[str, Path] | None = None) -> pd.DataFrame:
+             retimed: dict[str, Path] | None = None, with_rows: bool = False):
     """One row per held-out op: family, op, measured and predicted microseconds; `retimed` families'
-    rows measured as `retime` says (default: `default_retimed(heldout)`)."""
+    rows measured as `retime` says (default: `default_retimed(heldout)`). With `with_rows`, also the
+    held-out profile rows themselves, in the frame's order: (frame, table)."""
     from maya.estimator.estimate import estimate_trace
 
     held = retime(_read(heldout), heldout, default_retimed(heldout) if retimed is None else retimed)
     seen = set(profile_keys(_read(training)).tolist())
     fresh = np.array([k not in seen for k in profile_keys(held).tolist()])
     held = held.filter(pa.array(fresh))
-    frames = []
+    frames, parts = [], []
     tf32 = np.asarray(held.column("allow_tf32").to_numpy(zero_copy_only=False), dtype=bool)
     for flag in (False, True):
         rows = np.flatnonzero(tf32 == flag)
         if len(rows):
             part = held.take(pa.array(rows))
+            parts.append(part)
             est = estimate_trace(part, gpu=gpu, models_dir=models_dir, exact=False, calibrated=False, allow_tf32=flag)
             frames.append(pd.DataFrame({
                 "family": part.column("family").to_pylist(), "op": part.column("op").to_pylist(),
@@ -129,7 +131,7 @@ def evaluate(heldout: Path, training: Path, gpu: str = "h200", models_dir: Path 
             }))  # fmt: skip
     df = pd.concat(frames, ignore_index=True)
     df["error"] = (df.predicted_us - df.measured_us) / df.measured_us
-    return df
+    return (df, pa.concat_tables(parts)) if with_rows else df
 
 
 def table(df: pd.DataFrame) -> tuple[str, bool]:

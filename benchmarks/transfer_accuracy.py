@@ -46,9 +46,9 @@ H200_CONV = ROOT / "benchmarks" / "gpu" / "session31_h200" / "conv_draws_s31.par
 
 def factors(rows: pa.Table, source_us: np.ndarray) -> dict[str, np.ndarray]:
     """Each rule's H200 -> H100 factor for `rows` (profile rows) whose H200 time is `source_us`."""
-    from maya.estimator.estimate import transfer_ratio
+    from maya.estimator.estimate import resource_ratio, transfer_ratio
     from maya.estimator.features import extract_features
-    from maya.estimator.roofline import compute_bound, peak_flops_per_s
+    from maya.estimator.roofline import peak_flops_per_s
     from maya.hardware import load_gpu
 
     source, target = load_gpu("h200"), load_gpu("h100")
@@ -59,8 +59,7 @@ def factors(rows: pa.Table, source_us: np.ndarray) -> dict[str, np.ndarray]:
     tf32 = np.asarray(rows.column("allow_tf32").to_numpy(zero_copy_only=False), dtype=bool)
     peak_source = peak_flops_per_s(source, dtype, family, allow_tf32=tf32)
     peak_target = peak_flops_per_s(target, dtype, family, allow_tf32=tf32)
-    whole = np.where(compute_bound(flops, bytes_, peak_source, source), peak_source / peak_target,
-                     source.memory_bandwidth_bytes_per_s / target.memory_bandwidth_bytes_per_s)
+    whole = resource_ratio(flops, bytes_, peak_source, peak_target, source, target)
     return {"none": np.ones(rows.num_rows), "whole ratio": whole,
             "share of ratio": transfer_ratio(source_us, flops, bytes_, peak_source, peak_target, source, target)}
 
@@ -80,28 +79,18 @@ def paired(h200: pa.Table, h100: pa.Table) -> pd.DataFrame:
                          "bytes": bytes_, **factors(rows, h200_us)})
 
 
-def estimated(h100: pa.Table) -> pd.DataFrame:
+def estimated() -> pd.DataFrame:
     """The held-out H100 rows (signatures in the training profiles dropped): family, measured H100 time
-    as `h100_us`, the shipped models' H200 estimate as `h200_us` (no exact table, no in-training
-    calibration, as benchmarks/estimator_accuracy.py estimates), and each rule's factor on it."""
-    from maya.estimator.estimate import estimate_trace
-
-    seen = set(ea.profile_keys(ea._read(ea.TRAINING)).tolist())
-    h100 = h100.filter(pa.array([k not in seen for k in ea.profile_keys(h100).tolist()]))
-    tf32 = np.asarray(h100.column("allow_tf32").to_numpy(zero_copy_only=False), dtype=bool)
-    frames = []
-    for flag in (False, True):
-        part = h100.take(pa.array(np.flatnonzero(tf32 == flag), type=pa.int64()))
-        if not part.num_rows:
-            continue
-        h200_us = estimate_trace(part, gpu="h200", exact=False, calibrated=False, allow_tf32=flag)["duration_us"].to_numpy()
-        df = pd.DataFrame({"family": part.column("family").to_pylist(), "h200_us": h200_us,
-                           "h100_us": part.column("duration_us").to_numpy(), **factors(part, h200_us)})
-        # what Maya's estimator gives for gpu="h100" is the H200 estimate times the rule it uses
-        maya = estimate_trace(part, gpu="h100", exact=False, calibrated=False, allow_tf32=flag)["duration_us"].to_numpy()
-        np.testing.assert_allclose(maya, h200_us * df["share of ratio"].to_numpy(), rtol=1e-9)
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    as `h100_us`, the shipped models' H200 estimate as `h200_us` (benchmarks/estimator_accuracy.py's
+    `evaluate`, which estimates without the exact table or in-training calibration), and each rule's
+    factor on it."""
+    h200, rows = ea.evaluate(H100_HELDOUT, ea.TRAINING, gpu="h200", retimed={}, with_rows=True)
+    df = pd.DataFrame({"family": h200.family, "h200_us": h200.predicted_us, "h100_us": h200.measured_us,
+                       **factors(rows, h200.predicted_us.to_numpy())})
+    # what Maya's estimator gives for gpu="h100" is the H200 estimate times the rule it uses
+    maya = ea.evaluate(H100_HELDOUT, ea.TRAINING, gpu="h100", retimed={}).predicted_us.to_numpy()
+    np.testing.assert_allclose(maya, df.h200_us * df["share of ratio"], rtol=1e-9)
+    return df
 
 
 RULES = ("none", "whole ratio", "share of ratio")
@@ -163,7 +152,7 @@ def main() -> int:
               "The shipped H200 models' estimate of each held-out H100 row (signatures in the training profiles dropped, "
               "no exact table or in-training calibration, as benchmarks/estimator_accuracy.py scores the H200) x each "
               "rule's factor, against the H100 time; `share of ratio` is what `maya` gives with `gpu=\"h100\"` (checked "
-              "here against `estimate_trace`).", "", rule_table(estimated(ea._read(H100_HELDOUT))), ""]
+              "here against `estimate_trace`).", "", rule_table(estimated()), ""]
     body = "\n".join(parts)
     print(body)
     if args.out:

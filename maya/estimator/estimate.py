@@ -269,13 +269,24 @@ def transfer_ratio(
     flops = np.nan_to_num(np.maximum(np.asarray(flops, dtype=np.float64), 0.0))
     bytes_ = np.nan_to_num(np.maximum(np.asarray(bytes_, dtype=np.float64), 0.0))
     bound = compute_bound(flops, bytes_, peak_source, source_gpu)
-    memory_ratio = source_gpu.memory_bandwidth_bytes_per_s / target_gpu.memory_bandwidth_bytes_per_s
-    resource_ratio = np.where(bound, peak_source / peak_target, memory_ratio)
+    ratio = resource_ratio(flops, bytes_, peak_source, peak_target, source_gpu, target_gpu)
     roofline_us = 1e6 * np.where(bound, flops / (peak_source * COMPUTE_EFFICIENCY),
                                  bytes_ / (source_gpu.memory_bandwidth_bytes_per_s * MEMORY_EFFICIENCY))
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(source_us > 0, np.clip(roofline_us / source_us, 0.0, 1.0), 1.0)
-    return 1.0 + share * (resource_ratio - 1.0)
+    return 1.0 + share * (ratio - 1.0)
+
+
+def resource_ratio(
+    flops: np.ndarray, bytes_: np.ndarray, peak_source: np.ndarray, peak_target: np.ndarray,
+    source_gpu: GpuSpec, target_gpu: GpuSpec,
+) -> np.ndarray:
+    """The catalog ratio of each op's bounding resource on the source GPU: peak_source / peak_target
+    for its dtype when compute-bound (intensity at or above the ridge point), else source / target
+    memory bandwidth. `transfer_ratio` scales the share of the time this resource explains by it."""
+    bound = compute_bound(flops, bytes_, peak_source, source_gpu)
+    memory_ratio = source_gpu.memory_bandwidth_bytes_per_s / target_gpu.memory_bandwidth_bytes_per_s
+    return np.where(bound, peak_source / peak_target, memory_ratio)
 
 
 def _warn_unmodelled(ops: np.ndarray, counts: np.ndarray) -> None:
