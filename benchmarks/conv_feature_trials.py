@@ -34,10 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 PROFILES = ROOT / "maya" / "estimator" / "data" / "h200"
 SMS = 132
 """Streaming multiprocessors of the H200 (catalog `multiprocessor_count`)."""
@@ -110,6 +109,8 @@ def main() -> int:
         names = trial.split("+")
         if not (trial.startswith("grow=") or (names[0] == "base" and all(n in GROUPS for n in names[1:]))):
             p.error(f"unknown trial {trial!r}: base[+{'|'.join(GROUPS)}...] or grow=Depthwise|Lossguide")
+    from fit_choices import read_family
+
     from maya.estimator.features import CATEGORICAL_FEATURES, extract_features, features_for_family, target_base_us
     from maya.estimator.fit import error_metrics, holdout_mask, import_catboost
     from maya.estimator.fit_report import from_target, to_target
@@ -117,8 +118,7 @@ def main() -> int:
     from maya.hardware import load_gpu
 
     catboost = import_catboost()
-    parts = [pq.read_table(path) for path in sorted(PROFILES.glob("*.parquet"))]
-    rows = pa.concat_tables([t.filter(pc.equal(t.column("family"), "conv")) for t in parts], promote_options="permissive")
+    rows = read_family(sorted(PROFILES.glob("*.parquet")), "conv")
     measured = rows.column("duration_us").to_numpy().astype(np.float64)
     keys = signature_keys(rows)
     features = extract_features(rows, load_gpu("h200"))

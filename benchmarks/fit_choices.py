@@ -78,6 +78,18 @@ WEIGHT_POWER = {"time-weighted": 1.0, "sqrt-time-weighted": 0.5}
 """Setting -> power of the measured time that weighs each training row (unweighted when absent)."""
 
 
+def read_family(files: list[Path], family: str, new: list[str] = ()) -> pa.Table:
+    """`family`'s rows of the profile `files`, in their order, with `is_new` (the file is one of `new`)
+    and `source_file` columns."""
+    parts = []
+    for path in files:
+        table = pq.read_table(path)
+        table = table.filter(pc.equal(table.column("family"), family))
+        table = table.append_column("is_new", pa.array(np.full(table.num_rows, path.name in new)))
+        parts.append(table.append_column("source_file", pa.array(np.full(table.num_rows, path.name))))
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
 def _subsample(keys: np.ndarray, fraction: float) -> np.ndarray:
     """Rows whose signature falls in a seeded `fraction` of all signatures (every row when it is 1)."""
     if fraction >= 1:
@@ -170,13 +182,7 @@ def main() -> None:
     missing = [n for n in args.new if not (args.profiles / n).is_file()]
     if missing:
         sys.exit(f"not in {args.profiles}: {', '.join(missing)}")
-    parts = []
-    for path in files:
-        table = pq.read_table(path)
-        table = table.filter(pc.equal(table.column("family"), args.family))
-        table = table.append_column("is_new", pa.array(np.full(table.num_rows, path.name in args.new)))
-        parts.append(table.append_column("source_file", pa.array(np.full(table.num_rows, path.name))))
-    rows = pa.concat_tables(parts, promote_options="permissive")
+    rows = read_family(files, args.family, args.new)
     measured = rows.column("duration_us").to_numpy().astype(np.float64)
     is_new = rows.column("is_new").to_numpy(zero_copy_only=False)
     source_file = np.asarray(rows.column("source_file").to_pylist(), dtype=object)
