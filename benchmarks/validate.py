@@ -86,13 +86,16 @@ def timed_iterations(iterations: list[dict], warmup: int, steps: int | None = No
     return [it for it in iterations if it["index"] >= warmup and (end is None or it["index"] < end)]
 
 
-def predicted_figures(iterations: list[dict], warmup: int, steps: int | None = None) -> tuple[float | None, int | None]:
-    """(median time_ms, max peak_allocated_bytes) over the timed iterations; None where there are none."""
+def predicted_figures(iterations: list[dict], warmup: int,
+                      steps: int | None = None) -> tuple[float | None, int | None, int | None]:
+    """(median time_ms, max peak_allocated_bytes, max peak_reserved_bytes) over the timed iterations; None where
+    there are none."""
     timed = timed_iterations(iterations, warmup, steps)
     times = [it["time_ms"] for it in timed if it.get("time_ms") is not None]
     ms = statistics.median(times) if times else None
     peak = max((it["peak_allocated_bytes"] for it in timed), default=None)
-    return ms, peak
+    reserved = max((it["peak_reserved_bytes"] for it in timed), default=None)
+    return ms, peak, reserved
 
 
 def signed_error(predicted: float | None, measured: float | None) -> float | None:
@@ -123,6 +126,9 @@ class Row:
     median over several."""
     lease_range_ms: tuple[float, float] | None = None
     """The fastest and slowest step time the leases measured."""
+    measured_reserved: int | None = None
+    """`torch.cuda.max_memory_reserved()` after warm-up: the caching allocator's segments, which decide OOM."""
+    predicted_reserved: int | None = None
 
     @property
     def within_leases(self) -> bool | None:
@@ -144,6 +150,10 @@ class Row:
     def memory_error(self) -> float | None:
         return signed_error(self.predicted_bytes, self.measured_bytes)
 
+    @property
+    def reserved_error(self) -> float | None:
+        return signed_error(self.predicted_reserved, self.measured_reserved)
+
 
 def _num(x: float | None, fmt: str) -> str:
     return "—" if x is None else format(x, fmt)
@@ -161,8 +171,8 @@ def format_table(rows: list[Row]) -> str:
     """The markdown table of all rows."""
     lines = [
         "| workload | held out | measured ms | leases | lease spread | predicted ms | time error % | measured GiB "
-        "| predicted GiB | memory error % | status |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| predicted GiB | memory error % | measured reserved GiB | predicted reserved GiB | reserved error % | status |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(
@@ -179,6 +189,9 @@ def format_table(rows: list[Row]) -> str:
                     _num(None if r.measured_bytes is None else r.measured_bytes / GIB, ".2f"),
                     _num(None if r.predicted_bytes is None else r.predicted_bytes / GIB, ".2f"),
                     _pct(r.memory_error),
+                    _num(None if r.measured_reserved is None else r.measured_reserved / GIB, ".2f"),
+                    _num(None if r.predicted_reserved is None else r.predicted_reserved / GIB, ".2f"),
+                    _pct(r.reserved_error),
                     _cell(r.status),
                 ]
             )
@@ -207,7 +220,7 @@ def summary_lines(rows: list[Row]) -> list[str]:
     if repeatable:
         groups.append((f"repeatable ground truth (lease spread <= {100 * REPEATABLE_SPREAD:.0f}%)", repeatable))
     for label, group in groups:
-        for what in ("time", "memory"):
+        for what in ("time", "memory", "reserved"):
             lines.append(_summary_line(f"{label} {what}", group, lambda r, what=what: getattr(r, f"{what}_error")))
     if any(r.leases > 1 for r in rows):
         for label, group in groups[:3]:
@@ -280,6 +293,7 @@ def compare(workload: Workload, summary: dict, truth: dict | None) -> Row:
         predicted_ms=None,
         measured_bytes=truth.get("max_memory_allocated") if measured_ok else None,
         predicted_bytes=None,
+        measured_reserved=truth.get("max_memory_reserved") if measured_ok else None,
         status="ok",
         wall_s=summary.get("wall_s"),
     )
@@ -289,7 +303,7 @@ def compare(workload: Workload, summary: dict, truth: dict | None) -> Row:
     if summary.get("exit_code", 0) != 0 or summary.get("oom"):
         row.status = ("OOM: " if summary.get("oom") else "FAILED: ") + first_line(summary.get("error"))
         return row
-    row.predicted_ms, row.predicted_bytes = predicted_figures(summary["iterations"], warmup, steps)
+    row.predicted_ms, row.predicted_bytes, row.predicted_reserved = predicted_figures(summary["iterations"], warmup, steps)
     if row.predicted_ms is None:
         row.status = f"FAILED: no timed iterations ({len(summary['iterations'])} iterations, warmup {warmup})"
     elif not measured_ok:

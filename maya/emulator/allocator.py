@@ -1,8 +1,9 @@
 """`CachingAllocator`: an emulation of PyTorch's CUDA caching allocator.
 
 It reproduces the rules that decide `memory_allocated` / `memory_reserved` and when an
-allocation runs out of memory (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.x, default config):
-- request sizes round up to a multiple of 512 bytes (kMinBlockSize);
+allocation runs out of memory (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.9-2.11):
+- request sizes round up to a multiple of 512 bytes (kMinBlockSize), or to a power-of-two division
+  with `roundup_power2_divisions`;
 - requests of at most 1 MiB (kSmallSize) use the small pool, whose segments are 2 MiB (kSmallBuffer);
 - larger requests use the large pool: a request under 10 MiB (kMinLargeAlloc) gets a 20 MiB segment
   (kLargeBuffer); a larger one gets a segment rounded up to 2 MiB (kRoundLarge);
@@ -11,13 +12,27 @@ allocation runs out of memory (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.x, d
 - a freed block merges with free neighbours of the same segment;
 - when a new segment would exceed device memory, every fully free cached segment is released
   (as `cudaFree`) and the allocation retried once before raising OutOfMemoryError.
+The `PYTORCH_CUDA_ALLOC_CONF` settings of `maya.emulator.allocator_config` change these rules:
+- `max_split_size_mb`: large blocks of that size or more are never split; a smaller request never takes
+  one, a larger one only within `max_non_split_rounding_mb`; before the full release, cached oversize
+  segments are released one by one (`release_available_cached_blocks`);
+- `expandable_segments`: each pool and stream gets one segment of virtual addresses that maps pages (2 MiB
+  small, 20 MiB large) as requests need them, at the lowest address where free and unmapped space fit the
+  request; every split leaves the remainder if it is at least 512 bytes; reserved memory is the mapped
+  pages; freeing never unmaps, `empty_cache` and the out-of-memory retry unmap the whole free pages;
+- `garbage_collection_threshold` (with a memory fraction): before a new segment, whole free large-pool
+  segments unused for at least the average age are released until reserved memory is back under the
+  threshold.
 Sizes are bytes throughout.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from maya.emulator.allocator_config import DEFAULT, AllocatorConfig
 
 MIN_BLOCK_BYTES = 512
 SMALL_SIZE_BYTES = 1 << 20
@@ -25,12 +40,20 @@ SMALL_BUFFER_BYTES = 2 << 20
 LARGE_BUFFER_BYTES = 20 << 20
 MIN_LARGE_ALLOC_BYTES = 10 << 20
 ROUND_LARGE_BYTES = 2 << 20
+EXPANDABLE_ADDRESS_FACTOR = 1.125
+"""An expandable segment reserves addresses for 1 1/8 of the GPU's memory (ExpandableSegment)."""
 
 
-def round_size(size_bytes: int) -> int:
+def round_size(size_bytes: int, config: AllocatorConfig = DEFAULT) -> int:
     """Bytes the allocator actually hands out for a request of `size_bytes`."""
     if size_bytes < MIN_BLOCK_BYTES:
         return MIN_BLOCK_BYTES
+    divisions = config.divisions(size_bytes)
+    if divisions > 1 and size_bytes > MIN_BLOCK_BYTES * divisions:
+        if size_bytes & (size_bytes - 1) == 0:
+            return size_bytes
+        step = (1 << (size_bytes.bit_length() - 1)) // divisions
+        return -(-size_bytes // step) * step
     return -(-size_bytes // MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES
 
 
@@ -44,19 +67,33 @@ def segment_size(rounded_bytes: int) -> int:
 
 
 class Block:
-    """A contiguous piece of one segment, allocated or free."""
+    """A contiguous piece of one segment: allocated, free, or (in an expandable segment) unmapped."""
 
-    __slots__ = ("addr", "size", "stream", "small", "segment", "allocated", "prev", "next")
+    __slots__ = ("addr", "size", "stream", "small", "segment", "allocated", "prev", "next", "mapped", "gc_base")
 
-    def __init__(self, addr: int, size: int, stream: int, small: bool, segment: int) -> None:
+    def __init__(self, addr: int, size: int, stream: int, small: bool, segment: int, mapped: bool = True) -> None:
         self.addr = addr
         self.size = size
         self.stream = stream
         self.small = small
         self.segment = segment
         self.allocated = False
+        self.mapped = mapped
+        self.gc_base = 0
         self.prev: Block | None = None
         self.next: Block | None = None
+
+    @property
+    def whole_segment(self) -> bool:
+        return self.prev is None and self.next is None
+
+
+@dataclass(slots=True)
+class _Expandable:
+    """One expandable segment: its base address and page size."""
+
+    base: int
+    page: int
 
 
 class EmulatedOutOfMemory(Exception):
@@ -89,29 +126,64 @@ class CachingAllocator:
     Args:
         capacity_bytes: memory available to the allocator (device memory less the CUDA context).
         device_name: used in out-of-memory messages.
+        config: the allocator settings (`maya.emulator.allocator_config`), or a callable that gives them
+            at the first allocation, when PyTorch reads PYTORCH_CUDA_ALLOC_CONF (a script may set it first).
+        device_total_bytes: the GPU's whole memory, which a memory fraction is of (default capacity_bytes).
     """
 
-    def __init__(self, capacity_bytes: int, device_name: str = "GPU 0") -> None:
+    def __init__(self, capacity_bytes: int, device_name: str = "GPU 0",
+                 config: AllocatorConfig | Callable[[], AllocatorConfig] = DEFAULT,
+                 device_total_bytes: int | None = None) -> None:
         self.capacity_bytes = capacity_bytes
         self.device_name = device_name
+        self.device_total_bytes = capacity_bytes if device_total_bytes is None else device_total_bytes
+        self.config = DEFAULT
+        self._pending_config = config if callable(config) else None
+        self.limit_bytes: int | None = None
+        """The cap of `torch.cuda.set_per_process_memory_fraction` (None: none but the device)."""
+        if not callable(config):
+            self.configure(config)
         self.stats = AllocatorStats()
-        # (small, stream) -> sorted [(size, addr)] of free blocks; addr -> Block for lookups.
+        # (small, stream) -> sorted [(size, addr)] of free mapped blocks; addr -> Block for lookups.
         self._free: dict[tuple[bool, int], list[tuple[int, int]]] = {}
+        # (small, stream) -> sorted [addr] of unmapped blocks of expandable segments.
+        self._unmapped: dict[tuple[bool, int], list[int]] = {}
         self._blocks: dict[int, Block] = {}
         self._next_addr = 1 << 40
         self._next_segment = 0
         self._segment_heads: dict[int, Block] = {}
+        self._expandable: dict[int, _Expandable] = {}
+        self._gc_clock = {True: 0, False: 0}  # get_free_block calls per pool, the garbage collector's age
+
+    def configure(self, config: AllocatorConfig) -> None:
+        """New settings from now on (`torch.cuda.memory._set_allocator_settings`); blocks already made stay."""
+        self.settle_config()
+        self.config = config
+        if config.memory_fraction is not None:
+            self.set_memory_fraction(config.memory_fraction)
+
+    def set_memory_fraction(self, fraction: float) -> None:
+        """`torch.cuda.set_per_process_memory_fraction`: reserved memory may not pass this share of the GPU
+        (1.0 lifts the cap, as in PyTorch 2.9+)."""
+        self.limit_bytes = None if fraction >= 1 else int(fraction * self.device_total_bytes)
+
+    def settle_config(self) -> None:
+        """Read the settings given as a callable now, if not yet read (the first allocation does it)."""
+        if self._pending_config is not None:
+            pending, self._pending_config = self._pending_config, None
+            self.configure(pending())
 
     def malloc(self, size_bytes: int, stream: int = 0) -> Block:
         """Allocate `size_bytes` on `stream`; raises EmulatedOutOfMemory like the real allocator."""
-        size = round_size(size_bytes)
+        if self._pending_config is not None:
+            self.settle_config()
+        size = round_size(size_bytes, self.config)
         small = size <= SMALL_SIZE_BYTES
-        block = self._take_free(size, small, stream)
+        block = self._get_free_block(size, small, stream)
         if block is None:
-            block = self._new_segment(size, small, stream, size_bytes)
-        remaining = block.size - size
-        if remaining >= MIN_BLOCK_BYTES if small else remaining > SMALL_SIZE_BYTES:
-            rest = Block(block.addr + size, remaining, stream, small, block.segment)
+            block = self._alloc_new(size, small, stream, size_bytes)
+        if self._should_split(block, size):
+            rest = Block(block.addr + size, block.size - size, stream, small, block.segment)
             rest.prev, rest.next = block, block.next
             if block.next is not None:
                 block.next.prev = rest
@@ -135,57 +207,304 @@ class CachingAllocator:
         block.allocated = False
         self.stats.allocated_bytes -= block.size
         self.stats.active_blocks -= 1
-        for neighbour in (block.prev, block.next):
-            if neighbour is not None and not neighbour.allocated:
-                self._remove_free(neighbour)
-                self._merge(block, neighbour)
-        self._insert_free(block)
+        self._insert_free(self._merge_free_neighbours(block))
 
     def empty_cache(self) -> None:
-        """Release every segment that holds no allocated block (`torch.cuda.empty_cache`)."""
+        """`torch.cuda.empty_cache` (release_cached_blocks): release every segment that holds no allocated
+        block, and unmap the whole free pages of expandable segments."""
         for segment, head in list(self._segment_heads.items()):
-            if head.prev is None and head.next is None and not head.allocated:
+            if head.whole_segment and not head.allocated:
                 self._remove_free(head)
-                del self._blocks[head.addr]
-                del self._segment_heads[segment]
-                self.stats.reserved_bytes -= head.size
-                self.stats.segments -= 1
-                self.stats.num_device_free += 1
+                self._release(head)
+        for key in list(self._free):
+            for _, addr in list(self._free.get(key, ())):
+                block = self._blocks[addr]
+                if block.segment in self._expandable:
+                    self._unmap(block)
 
     def reset_peak(self) -> None:
         """`torch.cuda.reset_peak_memory_stats`: peaks restart from the current values."""
         self.stats.peak_allocated_bytes = self.stats.allocated_bytes
         self.stats.peak_reserved_bytes = self.stats.reserved_bytes
 
-    def _take_free(self, size: int, small: bool, stream: int) -> Block | None:
+    # -- finding and making blocks ---------------------------------------------------------------
+
+    def _get_free_block(self, size: int, small: bool, stream: int) -> Block | None:
+        config = self.config
+        if self._gc_enabled():
+            self._gc_clock[small] += 1
         free = self._free.get((small, stream))
         if not free:
             return None
         i = bisect.bisect_left(free, (size, -1))
         if i == len(free):
             return None
-        _, addr = free.pop(i)
-        return self._blocks[addr]
+        block = self._blocks[free[i][1]]
+        if block.segment in self._expandable:
+            if config.expandable_segments:
+                # A free block bordering unmapped pages can grow; take a larger one that cannot first.
+                while (block.segment in self._expandable and i + 1 < len(free)
+                       and self._expandable_size(self._blocks[free[i + 1][1]]) < self._expandable_size(block)):
+                    i += 1
+                    block = self._blocks[free[i][1]]
+            else:
+                while block.segment in self._expandable:
+                    i += 1
+                    if i == len(free):
+                        return None
+                    block = self._blocks[free[i][1]]
+        split_limit = config.max_split_size
+        if split_limit is not None:
+            if size < split_limit <= block.size:
+                return None
+            if size >= split_limit and block.size >= size + config.max_non_split_rounding:
+                return None
+        free.pop(i)
+        return block
 
-    def _new_segment(self, size: int, small: bool, stream: int, requested: int) -> Block:
-        seg_bytes = segment_size(size)
-        if self.stats.reserved_bytes + seg_bytes > self.capacity_bytes:
+    def _expandable_size(self, block: Block) -> int:
+        following = block.next
+        return block.size + (following.size if following is not None and not following.mapped else 0)
+
+    def _should_split(self, block: Block, size: int) -> bool:
+        remaining = block.size - size
+        if block.small or self.config.expandable_segments:
+            return remaining >= MIN_BLOCK_BYTES
+        split_limit = self.config.max_split_size
+        return (split_limit is None or size < split_limit) and remaining > SMALL_SIZE_BYTES
+
+    def _alloc_new(self, size: int, small: bool, stream: int, requested: int) -> Block:
+        """No cached block fits: collect garbage, map or cudaMalloc, then release caches and retry."""
+        if self._gc_enabled():
+            self._collect_garbage()
+        block = self._alloc_block(size, small, stream)
+        if block is None and self.config.max_split_size is not None and self._release_available(size, small, stream):
+            block = self._alloc_block(size, small, stream)
+        if block is None:
             self.stats.num_alloc_retries += 1
             self.empty_cache()
-            if self.stats.reserved_bytes + seg_bytes > self.capacity_bytes:
-                self.stats.num_ooms += 1
-                raise EmulatedOutOfMemory(self._oom_message(requested), requested)
+            block = self._alloc_block(size, small, stream)
+        if block is None:
+            self.stats.num_ooms += 1
+            raise EmulatedOutOfMemory(self._oom_message(requested), requested)
+        return block
+
+    def _alloc_block(self, size: int, small: bool, stream: int) -> Block | None:
+        seg_bytes = segment_size(size)
+        if self.limit_bytes is not None and self.stats.reserved_bytes + seg_bytes > self.limit_bytes:
+            return None
+        if self.config.expandable_segments:
+            return self._alloc_expandable(size, small, stream)
+        if self.stats.reserved_bytes + seg_bytes > self.capacity_bytes:
+            return None
         block = Block(self._next_addr, seg_bytes, stream, small, self._next_segment)
         self._next_addr += seg_bytes + ROUND_LARGE_BYTES
         self._segment_heads[self._next_segment] = block
         self._next_segment += 1
         self._blocks[block.addr] = block
+        self.stats.segments += 1
+        self._add_reserved(seg_bytes)
+        return block
+
+    def _add_reserved(self, nbytes: int) -> None:
         stats = self.stats
-        stats.reserved_bytes += seg_bytes
-        stats.segments += 1
+        stats.reserved_bytes += nbytes
         stats.num_device_alloc += 1
         if stats.reserved_bytes > stats.peak_reserved_bytes:
             stats.peak_reserved_bytes = stats.reserved_bytes
+
+    def _release(self, block: Block) -> None:
+        """cudaFree of a whole cached segment (already out of the free lists)."""
+        del self._blocks[block.addr]
+        del self._segment_heads[block.segment]
+        self.stats.reserved_bytes -= block.size
+        self.stats.segments -= 1
+        self.stats.num_device_free += 1
+
+    def _release_available(self, size: int, small: bool, stream: int) -> bool:
+        """release_available_cached_blocks: free cached oversize segments, one that covers the request or
+        several from the largest down; True when they add up to the request."""
+        split_limit = self.config.max_split_size
+        key = max(size, split_limit)
+        free = self._free.get((small, stream), [])
+        i = bisect.bisect_left(free, (key, -1))
+        if i < len(free):
+            block = self._blocks[free[i][1]]
+            if block.segment not in self._expandable and block.whole_segment:
+                free.pop(i)
+                self._release(block)
+                return True
+        released = 0
+        for j in range(i - 1, -1, -1):
+            if released >= key:
+                break
+            block = self._blocks[free[j][1]]
+            if block.size < split_limit:
+                break
+            if block.segment not in self._expandable and block.whole_segment:
+                free.pop(j)
+                self._release(block)
+                released += block.size
+        return released >= key
+
+    # -- expandable segments ---------------------------------------------------------------------
+
+    def _alloc_expandable(self, size: int, small: bool, stream: int) -> Block | None:
+        """try_allocate_expandable_block: map pages at the lowest address where free and unmapped space fit."""
+        block = self._find_expandable(size, small, stream)
+        if not block.mapped:
+            block = self._map(block, min(block.size, size))
+            if block is None:
+                return None
+        while block.size < size:
+            grown = self._map(block.next, min(size - block.size, block.next.size))
+            if grown is None:
+                return None
+            block = grown
+        self._remove_free(block)
+        return block
+
+    def _find_expandable(self, size: int, small: bool, stream: int) -> Block:
+        for addr in self._unmapped.get((small, stream), ()):
+            unmapped = self._blocks[addr]
+            before = unmapped.prev
+            start = before if before is not None and not before.allocated else unmapped
+            total, block = 0, start
+            while block is not None and not block.allocated and total < size:
+                total += block.size
+                block = block.next
+            if total >= size:
+                return start
+        page = SMALL_BUFFER_BYTES if small else LARGE_BUFFER_BYTES
+        span = -(-int(self.capacity_bytes * EXPANDABLE_ADDRESS_FACTOR) // page) * page
+        block = Block(self._next_addr, span, stream, small, self._next_segment, mapped=False)
+        self._expandable[self._next_segment] = _Expandable(self._next_addr, page)
+        self._next_addr += span + ROUND_LARGE_BYTES
+        self._next_segment += 1
+        self._blocks[block.addr] = block
+        bisect.insort(self._unmapped.setdefault((small, stream), []), block.addr)
+        return block
+
+    def _map(self, unmapped: Block, nbytes: int) -> Block | None:
+        """Map whole pages for `nbytes` at the start of an unmapped block; returns the free block they join."""
+        page = self._expandable[unmapped.segment].page
+        mapped = -(-nbytes // page) * page
+        if self.stats.reserved_bytes + mapped > self.capacity_bytes:
+            return None
+        self._unmapped[(unmapped.small, unmapped.stream)].remove(unmapped.addr)
+        if mapped < unmapped.size:
+            rest = Block(unmapped.addr + mapped, unmapped.size - mapped, unmapped.stream, unmapped.small,
+                         unmapped.segment, mapped=False)
+            rest.prev, rest.next = unmapped, unmapped.next
+            if unmapped.next is not None:
+                unmapped.next.prev = rest
+            unmapped.next = rest
+            unmapped.size = mapped
+            self._blocks[rest.addr] = rest
+            bisect.insort(self._unmapped[(rest.small, rest.stream)], rest.addr)
+        unmapped.mapped = True
+        self._add_reserved(mapped)
+        block = self._merge_free_neighbours(unmapped)
+        self._insert_free(block)
+        return block
+
+    def _unmap(self, block: Block) -> None:
+        """unmap_block: give back the whole pages inside a free block of an expandable segment."""
+        segment = self._expandable[block.segment]
+        page = segment.page
+        offset = block.addr - segment.base
+        first = -(-offset // page) * page
+        last = (offset + block.size) // page * page
+        if first >= last:
+            return
+        self._remove_free(block)
+        pieces = []
+        if first > offset:
+            pieces.append((block.addr, first - offset, True))
+        pieces.append((segment.base + first, last - first, False))
+        if offset + block.size > last:
+            pieces.append((segment.base + last, offset + block.size - last, True))
+        prev, following = block.prev, block.next
+        del self._blocks[block.addr]
+        made = []
+        for addr, nbytes, mapped in pieces:
+            piece = Block(addr, nbytes, block.stream, block.small, block.segment, mapped=mapped)
+            piece.prev = made[-1] if made else prev
+            if made:
+                made[-1].next = piece
+            made.append(piece)
+            self._blocks[addr] = piece
+        made[0].prev = prev
+        if prev is not None:
+            prev.next = made[0]
+        made[-1].next = following
+        if following is not None:
+            following.prev = made[-1]
+        stats = self.stats
+        stats.reserved_bytes -= last - first
+        stats.num_device_free += 1
+        key = (block.small, block.stream)
+        for piece in made:
+            if piece.mapped:
+                self._insert_free(piece)
+            else:
+                merged = self._merge_unmapped_neighbours(piece)
+                if merged.whole_segment:  # nothing of the segment is mapped: release its addresses
+                    del self._blocks[merged.addr]
+                    del self._expandable[merged.segment]
+                else:
+                    bisect.insort(self._unmapped.setdefault(key, []), merged.addr)
+
+    def _merge_unmapped_neighbours(self, block: Block) -> Block:
+        for neighbour in (block.prev, block.next):
+            if neighbour is not None and not neighbour.mapped:
+                self._unmapped[(neighbour.small, neighbour.stream)].remove(neighbour.addr)
+                self._merge(block, neighbour)
+        return block
+
+    # -- garbage collection ----------------------------------------------------------------------
+
+    def _gc_enabled(self) -> bool:
+        return self.limit_bytes is not None and self.config.garbage_collection_threshold > 0
+
+    def _collect_garbage(self) -> None:
+        """garbage_collect_cached_blocks: release whole free large-pool segments unused for at least the
+        average age (get_free_block calls on the pool since they were freed) until reserved memory is back
+        under the threshold."""
+        threshold = int(self.config.garbage_collection_threshold * self.limit_bytes)
+        if self.stats.reserved_bytes <= threshold:
+            return
+        target = self.stats.reserved_bytes - threshold
+        clock = self._gc_clock[False]
+
+        def candidates() -> list[Block]:
+            return [self._blocks[addr] for (small, _), free in sorted(self._free.items()) if not small
+                    for _, addr in free
+                    if self._blocks[addr].whole_segment and self._blocks[addr].segment not in self._expandable]
+
+        blocks = candidates()
+        total_age, count = sum(clock - b.gc_base for b in blocks), len(blocks)
+        reclaimed, freed = 0, True
+        while reclaimed < target and freed and count:
+            average = total_age / count
+            freed = False
+            for block in candidates():
+                age = clock - block.gc_base
+                if age >= average:
+                    self._remove_free(block)
+                    self._release(block)
+                    reclaimed += block.size
+                    total_age -= age
+                    count -= 1
+                    freed = True
+
+    # -- block lists -----------------------------------------------------------------------------
+
+    def _merge_free_neighbours(self, block: Block) -> Block:
+        for neighbour in (block.prev, block.next):
+            if neighbour is not None and not neighbour.allocated and neighbour.mapped:
+                self._remove_free(neighbour)
+                self._merge(block, neighbour)
         return block
 
     def _merge(self, block: Block, other: Block) -> None:
@@ -207,6 +526,7 @@ class CachingAllocator:
         block.size += other.size
 
     def _insert_free(self, block: Block) -> None:
+        block.gc_base = self._gc_clock[block.small]
         bisect.insort(self._free.setdefault((block.small, block.stream), []), (block.size, block.addr))
 
     def _remove_free(self, block: Block) -> None:
@@ -216,10 +536,11 @@ class CachingAllocator:
     def _oom_message(self, requested: int) -> str:
         gib = 1 << 30
         s = self.stats
-        free = max(self.capacity_bytes - s.reserved_bytes, 0)
+        cap = self.capacity_bytes if self.limit_bytes is None else min(self.capacity_bytes, self.limit_bytes)
+        free = max(cap - s.reserved_bytes, 0)
         return (
             f"CUDA out of memory (emulated by Maya). Tried to allocate {requested / gib:.2f} GiB. "
-            f"{self.device_name} has a total capacity of {self.capacity_bytes / gib:.2f} GiB of which "
+            f"{self.device_name} has a total capacity of {cap / gib:.2f} GiB of which "
             f"{free / gib:.2f} GiB is free. Of the allocated memory {s.allocated_bytes / gib:.2f} GiB "
             f"is allocated by PyTorch, and {(s.reserved_bytes - s.allocated_bytes) / gib:.2f} GiB "
             "is reserved by PyTorch but unallocated."

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from maya.emulator import fake_mode
+from maya.emulator import allocator_config, fake_mode
 from maya.emulator import state as st
 from maya.emulator.events import EventKind
 from maya.emulator.patcher import Patcher
@@ -168,8 +168,15 @@ def _memory_summary(device: object = None, abbreviated: bool = False) -> str:
 def _set_memory_fraction(fraction: float, device: object = None) -> None:
     if not 0 <= fraction <= 1:
         raise ValueError(f"set_per_process_memory_fraction: fraction={fraction} must be in [0, 1]")
+    st.active().allocator.set_memory_fraction(fraction)
+
+
+def _set_allocator_settings(settings: str) -> None:
+    """`torch.cuda.memory._set_allocator_settings`: the emulated allocator follows them from now on."""
     s = st.active()
-    s.allocator.capacity_bytes = int(s.config.gpu.total_memory_bytes * fraction)
+    s.allocator.settle_config()
+    s.allocator.configure(allocator_config.parse(settings, s.allocator.config)[0])
+    s.allocator_settings.append(settings)
 
 
 def _no_memory_history(name: str, result=None):
@@ -295,7 +302,7 @@ def install_cuda_api(patcher: Patcher) -> None:
                          ("memory_snapshot", list)):
         patcher.set(torch.cuda.memory, name, _no_memory_history(name, result))
     patcher.set(torch.cuda, "memory_snapshot", torch.cuda.memory.memory_snapshot)
-    patcher.set(torch.cuda.memory, "_set_allocator_settings", lambda settings: s.allocator_settings.append(settings))
+    patcher.set(torch.cuda.memory, "_set_allocator_settings", _set_allocator_settings)
     _install_accelerator(patcher, simple)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from maya.emulator import allocator_config
 from maya.emulator.session import EmulationSession
 from maya.emulator.state import EmulationState, RankConfig
 
@@ -84,7 +85,7 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
             except Exception as e:
                 exit_code, error = 1, traceback.format_exc() + _hint(e)
     finally:
-        settings = [os.environ.get(ALLOC_CONF, ""), *session.state.allocator_settings]
+        settings = [allocator_config.environment_text(), *session.state.allocator_settings]
         sys.argv, sys.path[:] = saved_argv, saved_path
         for k in set(os.environ) - set(saved_env):
             del os.environ[k]
@@ -94,25 +95,22 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
     return RunOutcome(state=session.state, exit_code=exit_code, error=error, oom=oom or session.state.oom)
 
 
-ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
-
-
 def allocator_settings_note(settings: list[str]) -> str | None:
     """A warning naming the caching-allocator settings a run asked for (its PYTORCH_CUDA_ALLOC_CONF, as
-    the script left it, and `torch.cuda.memory._set_allocator_settings` calls), which the emulated
-    allocator does not follow; None when there are none. `expandable_segments:True`, common in LLM
-    training, maps memory in pages into one growing segment per stream instead of caching whole
-    segments, so the GPU reserves less than the default allocator Maya emulates."""
+    the script left it, and `torch.cuda.memory._set_allocator_settings` calls) that the emulated
+    allocator does not follow (`maya.emulator.allocator_config` lists those it does); None when there
+    are none. `backend:cudaMallocAsync`, CUDA's own pool allocator, is the usual one."""
     keys = []
     for text in settings:
-        for item in (text or "").split(","):
-            if (item := item.strip()) and item not in keys:
-                keys.append(item)
+        try:
+            ignored = allocator_config.parse(text)[1]
+        except ValueError:  # the script's first allocation raised it already
+            continue
+        keys += [k for k in ignored if k not in keys]
     if not keys:
         return None
-    return (f"{ALLOC_CONF} settings are not emulated ({', '.join(keys)}): Maya's reserved memory and "
-            "out-of-memory point follow PyTorch's default caching allocator (allocated memory, the tensors' own, changes "
-            "little); with expandable_segments:True the GPU usually reserves less")
+    return (f"allocator settings not emulated ({', '.join(keys)}): Maya's reserved memory and out-of-memory point "
+            "follow PyTorch's caching allocator without them (allocated memory, the tensors' own, changes little)")
 
 
 DATA_MOVE_HINT = (

@@ -10,6 +10,7 @@ import json
 import weakref
 from dataclasses import dataclass, field
 
+from maya.emulator import allocator_config
 from maya.emulator.allocator import Block, CachingAllocator
 from maya.emulator.events import EventKind, Phase
 from maya.hardware import GpuSpec
@@ -88,7 +89,7 @@ class EmulationState:
     when backward returns (`maya.emulator.out_of_memory`)."""
     allocator_settings: list[str] = field(default_factory=list)
     """What the script gave `torch.cuda.memory._set_allocator_settings` (the run's
-    PYTORCH_CUDA_ALLOC_CONF is read apart): settings the emulated allocator does not follow."""
+    PYTORCH_CUDA_ALLOC_CONF is read apart), for the warning on settings the emulated allocator does not follow."""
     elapsed_time_ms: object = None
     """Callable(rows, first_row, last_row, stream) -> predicted ms between two event records, set by
     the caller (maya.event_timing); None: `Event.elapsed_time` answers 0.0."""
@@ -98,7 +99,9 @@ class EmulationState:
 
     def __post_init__(self) -> None:
         gpu = self.config.gpu
-        self.allocator = CachingAllocator(gpu.total_memory_bytes - CUDA_CONTEXT_BYTES, f"GPU {self.config.local_rank}")
+        self.allocator = CachingAllocator(
+            gpu.total_memory_bytes - CUDA_CONTEXT_BYTES, f"GPU {self.config.local_rank}",
+            config=lambda: allocator_config.from_environment()[0], device_total_bytes=gpu.total_memory_bytes)
         self.iterations.append(IterationStats(index=0))
 
     @property

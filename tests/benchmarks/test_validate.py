@@ -15,8 +15,9 @@ _spec.loader.exec_module(validate)
 GIB = 1024**3
 
 
-def iteration(index, ms, peak):
-    return {"index": index, "time_ms": ms, "peak_allocated_bytes": peak}
+def iteration(index, ms, peak, reserved=None):
+    return {"index": index, "time_ms": ms, "peak_allocated_bytes": peak,
+            "peak_reserved_bytes": 2 * peak if reserved is None else reserved}
 
 
 def test_signed_error():
@@ -43,11 +44,12 @@ def test_timed_iterations_drop_warmup_and_trailing():
 def test_predicted_figures():
     # warm-up iterations 0 and 1 are slow and peak high; they must not count.
     its = [iteration(0, 500.0, 90), iteration(1, 200.0, 80), iteration(2, 10.0, 30), iteration(3, 14.0, 50),
-           iteration(4, 11.0, 40), iteration(5, 13.0, 20), iteration(6, 99.0, 99)]
-    ms, peak = validate.predicted_figures(its, warmup=2, steps=4)
+           iteration(4, 11.0, 40, reserved=120), iteration(5, 13.0, 20), iteration(6, 99.0, 99)]
+    ms, peak, reserved = validate.predicted_figures(its, warmup=2, steps=4)
     assert ms == pytest.approx(12.0)  # median of 10, 14, 11, 13
     assert peak == 50
-    assert validate.predicted_figures(its[:2], warmup=2, steps=4) == (None, None)
+    assert reserved == 120  # the largest reserved peak, not the reserved of the largest allocated peak
+    assert validate.predicted_figures(its[:2], warmup=2, steps=4) == (None, None, None)
 
 
 def test_error_stats():
@@ -59,7 +61,8 @@ def test_error_stats():
 def test_format_table_and_summary():
     rows = [
         validate.Row(name="a", held_out=False, measured_ms=100.0, predicted_ms=110.0,
-                     measured_bytes=2 * GIB, predicted_bytes=GIB, status="ok", spread=0.005),
+                     measured_bytes=2 * GIB, predicted_bytes=GIB, status="ok", spread=0.005,
+                     measured_reserved=4 * GIB, predicted_reserved=3 * GIB),
         validate.Row(name="b", held_out=True, measured_ms=40.0, predicted_ms=30.0,
                      measured_bytes=4 * GIB, predicted_bytes=5 * GIB, status="ok"),
         validate.Row(name="c", held_out=True, measured_ms=10.0, predicted_ms=None,
@@ -69,18 +72,20 @@ def test_format_table_and_summary():
     ]
     lines = validate.format_table(rows).splitlines()
     assert lines[0].startswith("| workload | held out | measured ms | leases | lease spread | predicted ms | time error %")
-    assert lines[2] == "| a | no | 100.00 | 1 | 0.5% | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | ok |"
-    assert lines[3] == "| b | yes | 40.00 | 1 | — | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | ok |"
-    assert lines[4] == "| c | yes | 10.00 | 1 | — | — | — | 1.00 | — | — | FAILED: Boom \\| x |"
-    assert lines[5] == "| d | yes | — | 0 | — | 20.00 | — | — | 1.00 | — | no ground truth |"  # no lease measured it
+    assert lines[2] == "| a | no | 100.00 | 1 | 0.5% | 110.00 | +10.0% | 2.00 | 1.00 | -50.0% | 4.00 | 3.00 | -25.0% | ok |"
+    assert lines[3] == "| b | yes | 40.00 | 1 | — | 30.00 | -25.0% | 4.00 | 5.00 | +25.0% | — | — | — | ok |"
+    assert lines[4] == "| c | yes | 10.00 | 1 | — | — | — | 1.00 | — | — | — | — | — | FAILED: Boom \\| x |"
+    # no lease measured it
+    assert lines[5] == "| d | yes | — | 0 | — | 20.00 | — | — | 1.00 | — | — | — | — | no ground truth |"
 
     summary = validate.summary_lines(rows)
     assert summary[0] == "- calibration time: median |error| 10.0%, worst |error| 10.0% (a) over 1 of 1 workloads"
-    assert summary[2] == "- held-out time: median |error| 25.0%, worst |error| 25.0% (b) over 1 of 3 workloads"
-    assert summary[4] == "- all time: median |error| 17.5%, worst |error| 25.0% (b) over 2 of 4 workloads"
-    assert summary[5] == "- all memory: median |error| 37.5%, worst |error| 50.0% (a) over 2 of 4 workloads"
+    assert summary[2] == "- calibration reserved: median |error| 25.0%, worst |error| 25.0% (a) over 1 of 1 workloads"
+    assert summary[3] == "- held-out time: median |error| 25.0%, worst |error| 25.0% (b) over 1 of 3 workloads"
+    assert summary[6] == "- all time: median |error| 17.5%, worst |error| 25.0% (b) over 2 of 4 workloads"
+    assert summary[7] == "- all memory: median |error| 37.5%, worst |error| 50.0% (a) over 2 of 4 workloads"
     # Only workloads whose ground truth repeated within 2% across leases: a.
-    assert summary[6] == ("- repeatable ground truth (lease spread <= 2%) time: median |error| 10.0%, "
+    assert summary[9] == ("- repeatable ground truth (lease spread <= 2%) time: median |error| 10.0%, "
                           "worst |error| 10.0% (a) over 1 of 1 workloads")
 
 

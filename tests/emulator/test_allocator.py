@@ -3,6 +3,7 @@
 import pytest
 
 from maya.emulator.allocator import CachingAllocator, EmulatedOutOfMemory, round_size, segment_size
+from maya.emulator.allocator_config import parse
 
 MiB = 1 << 20
 
@@ -66,3 +67,123 @@ def test_unsplit_block_counts_whole_and_frees_back_to_zero():
     assert a.stats.allocated_bytes == 18 * MiB  # PyTorch counts the whole block
     a.free(big)
     assert a.stats.allocated_bytes == 0
+
+
+def test_max_split_size_keeps_oversize_blocks_whole():
+    a = CachingAllocator(1 << 30, config=parse("max_split_size_mb:40")[0])
+    big = a.malloc(50 * MiB)  # oversize: its 50 MiB segment is handed out whole
+    a.free(big)
+    # A request under the limit never takes an oversize block: a new 20 MiB segment.
+    small = a.malloc(4 * MiB)
+    assert a.stats.reserved_bytes == 70 * MiB and a.stats.segments == 2
+    # An oversize request reuses a cached oversize block only within 20 MiB of its size.
+    a.free(small)
+    far = a.malloc(42 * MiB)  # 50 >= 42 + 20? no: 50 < 62, reused whole
+    assert a.stats.reserved_bytes == 70 * MiB and far.size == 50 * MiB and a.stats.allocated_bytes == 50 * MiB
+    a.free(far)
+    a.malloc(28 * MiB)  # 50 >= 28 + 20: not reused, a new 28 MiB segment
+    assert a.stats.reserved_bytes == 98 * MiB
+
+
+def test_max_split_size_releases_oversize_segments_before_the_whole_cache():
+    a = CachingAllocator(100 * MiB, config=parse("max_split_size_mb:20")[0])
+    a.free(a.malloc(60 * MiB))
+    a.free(a.malloc(3 * MiB))  # not the 60 MiB block (oversize): a 20 MiB segment, split and merged back
+    assert a.stats.reserved_bytes == 80 * MiB
+    # 30 MiB: the 60 MiB block is 20 MiB too big to reuse, and 80 + 30 > 100. The cached oversize
+    # segment that covers the request is released first, which is enough: the 20 MiB one stays and no
+    # full release (a retry) happens.
+    a.malloc(30 * MiB)
+    assert a.stats.reserved_bytes == 50 * MiB and a.stats.num_alloc_retries == 0 and a.stats.segments == 2
+
+
+def test_roundup_power2_divisions():
+    four = parse("roundup_power2_divisions:4")[0]
+    assert round_size(1200, four) == 1536  # at most 512 x 4 bytes: plain 512 rounding
+    assert round_size(5000, four) == 5120  # 4096 + 1024 steps
+    assert round_size(4096, four) == 4096  # a power of two stays
+    assert round_size(3 * MiB + 1, four) == 3 * MiB + 512 * 1024
+    listed = parse("roundup_power2_divisions:[1:8,64:2,>:1]")[0]
+    # The first entry fills the intervals below it, '>' those after the last; the others stay 0.
+    assert listed.roundup_divisions[:8] == (8, 0, 0, 0, 0, 0, 2, 1) and set(listed.roundup_divisions[7:]) == {1}
+    assert round_size(100 * MiB + 1, listed) == 128 * MiB  # [64, 128) MiB in 2 steps
+    assert round_size(1 << 30 | 1, listed) == (1 << 30) + 512  # 1 division: plain rounding
+
+
+def test_expandable_segments_map_pages_as_requests_need_them():
+    a = CachingAllocator(1 << 30, config=parse("expandable_segments:True")[0])
+    x = a.malloc(11 * MiB)  # one 20 MiB page of the large pool's segment
+    assert a.stats.reserved_bytes == 20 * MiB and a.stats.segments == 0
+    y = a.malloc(11 * MiB)  # 9 MiB free at the tail: one more page maps behind it
+    assert a.stats.reserved_bytes == 40 * MiB and y.addr == x.addr + 11 * MiB
+    a.malloc(5 * MiB)  # fits the 18 MiB left
+    assert a.stats.reserved_bytes == 40 * MiB
+    a.malloc(100)  # the small pool has its own segment of 2 MiB pages
+    assert a.stats.reserved_bytes == 42 * MiB
+    a.free(x)
+    a.free(y)
+    assert a.stats.reserved_bytes == 42 * MiB  # freeing never unmaps
+    a.empty_cache()  # the whole free pages go: 0-20 MiB holds only freed blocks; 20-40 MiB still 5 MiB of z
+    assert a.stats.reserved_bytes == 22 * MiB
+
+
+def test_expandable_segments_fill_an_unmapped_gap_first():
+    a = CachingAllocator(1 << 30, config=parse("expandable_segments:True")[0])
+    blocks = [a.malloc(20 * MiB) for _ in range(3)]
+    a.free(blocks[1])
+    a.empty_cache()  # the middle page unmaps: a hole
+    assert a.stats.reserved_bytes == 40 * MiB
+    again = a.malloc(15 * MiB)  # lowest address that fits: the hole, remapped
+    assert again.addr == blocks[1].addr and a.stats.reserved_bytes == 60 * MiB
+
+
+def test_expandable_segments_map_only_what_the_free_tail_lacks():
+    a = CachingAllocator(100 * MiB, config=parse("expandable_segments:True")[0])
+    x = a.malloc(60 * MiB)
+    a.malloc(100)  # the small pool's 2 MiB page
+    a.free(x)
+    a.malloc(70 * MiB)  # the 60 free MiB at the tail plus one more page
+    assert a.stats.reserved_bytes == 82 * MiB and a.stats.num_alloc_retries == 0
+    with pytest.raises(EmulatedOutOfMemory):
+        a.malloc(30 * MiB)  # 10 MiB free at the tail, one more page would pass 100 MiB; no whole page is free
+    assert a.stats.num_alloc_retries == 1 and a.stats.num_ooms == 1
+
+
+def test_expandable_segments_out_of_memory_retry_unmaps_other_streams_pages():
+    a = CachingAllocator(100 * MiB, config=parse("expandable_segments:True")[0])
+    a.free(a.malloc(60 * MiB, stream=0))
+    a.malloc(50 * MiB, stream=1)  # its own segment, 3 pages: 60 + 60 > 100 until stream 0's pages unmap
+    assert a.stats.num_alloc_retries == 1 and a.stats.reserved_bytes == 60 * MiB
+
+
+def test_memory_fraction_and_garbage_collection():
+    a = CachingAllocator(1 << 30, config=parse("garbage_collection_threshold:0.5")[0], device_total_bytes=1 << 30)
+    a.set_memory_fraction(0.2)  # cap 204.8 MiB, collection above 102.4 MiB
+    for size in (40, 50, 60):  # none fits the next: three cached segments, freed after searches 1, 2, 3
+        a.free(a.malloc(size * MiB))
+    assert a.stats.reserved_bytes == 150 * MiB
+    # 70 MiB: nothing cached fits and 150 > 102.4: ages 3, 2, 1 at search 4, average 2: the 40 and 50 MiB
+    # segments go (90 MiB >= the 47.6 over), the 60 stays; no retry.
+    a.malloc(70 * MiB)
+    assert a.stats.reserved_bytes == 130 * MiB and a.stats.segments == 2 and a.stats.num_alloc_retries == 0
+    a.malloc(80 * MiB)  # 130 > 102.4 again: the 60 MiB segment (the only one, as old as the average) goes
+    assert a.stats.reserved_bytes == 150 * MiB
+    with pytest.raises(EmulatedOutOfMemory):
+        a.malloc(60 * MiB)  # 150 + 60 > 204.8 with nothing cached
+    a.set_memory_fraction(1.0)  # lifts the cap: the device's capacity is the limit again
+    a.malloc(60 * MiB)
+    assert a.stats.reserved_bytes == 210 * MiB
+
+
+def test_bad_allocator_settings_are_named():
+    with pytest.raises(ValueError, match="max_split_size_mb: 10 MiB is below the 20 MiB minimum"):
+        parse("max_split_size_mb:10")
+    with pytest.raises(ValueError, match="roundup_power2_divisions: 3 must be a power of two"):
+        parse("roundup_power2_divisions:3")
+    with pytest.raises(ValueError, match="expandable_segments: expected True or False"):
+        parse("expandable_segments:yes")
+    config, ignored = parse("backend:cudaMallocAsync,pinned_use_cuda_host_register:True,expandable_segments:True")
+    assert ignored == ["backend:cudaMallocAsync"] and config.expandable_segments
+    # Each parse starts the split limit from its default again; expandable segments stay as they were.
+    again = parse("roundup_power2_divisions:2", parse("max_split_size_mb:64,expandable_segments:True")[0])[0]
+    assert again.max_split_size is None and again.expandable_segments

@@ -403,35 +403,46 @@ def test_a_scripts_own_cuda_profiler_profiles_the_host_quietly(tmp_path, capfd):
     assert "Failed to record CUDA event" not in capfd.readouterr().err
 
 
-def test_allocator_settings_the_emulation_does_not_follow_are_named(tmp_path, caplog, monkeypatch):
-    # expandable_segments:True (common in LLM training) changes what the GPU reserves; the emulated
-    # allocator is the default one, which the warning says, naming what the run asked for.
+def test_allocator_settings_are_followed_and_those_not_emulated_named(tmp_path, caplog, monkeypatch):
+    # A script that sets PYTORCH_CUDA_ALLOC_CONF before its first CUDA allocation gets that allocator
+    # (expandable segments here: pages of 20 MiB mapped as needed), and `_set_allocator_settings` changes
+    # it from then on; what Maya does not emulate (CUDA's own pool allocator) is named in a warning.
     import logging
 
     from maya.emulator.runner import allocator_settings_note
 
-    assert allocator_settings_note(["", ""]) is None
-    assert "(expandable_segments:True, garbage_collection_threshold)" in allocator_settings_note(
-        ["expandable_segments:True,garbage_collection_threshold", "garbage_collection_threshold"])  # each once
+    assert allocator_settings_note(["", "expandable_segments:True,max_split_size_mb:64"]) is None
+    assert "(backend:cudaMallocAsync, foo)" in allocator_settings_note(
+        ["backend:cudaMallocAsync,foo", "backend:cudaMallocAsync"])  # each once
     script = tmp_path / "alloc.py"
+    mib = 1 << 20
     script.write_text(
         "import os\n"
-        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n"
+        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True,backend:cudaMallocAsync'\n"
         "import torch\n"
-        "torch.cuda.memory._set_allocator_settings('max_split_size_mb:128')\n"
-        "x = torch.randn(1024, 1024, device='cuda')\n"
+        f"x = torch.empty({11 * mib}, dtype=torch.uint8, device='cuda')\n"
+        f"y = torch.empty({11 * mib}, dtype=torch.uint8, device='cuda')\n"
+        f"assert torch.cuda.memory_reserved() == {40 * mib}, torch.cuda.memory_reserved()\n"  # default: 2 x 12 MiB
+        "torch.cuda.memory._set_allocator_settings('expandable_segments:False')\n"
+        f"z = torch.empty({30 * mib}, dtype=torch.uint8, device='cuda')\n"  # a segment of its own again
+        f"assert torch.cuda.memory_reserved() == {70 * mib}, torch.cuda.memory_reserved()\n"
     )
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     with caplog.at_level(logging.WARNING, logger="maya.emulator.runner"):
         s = maya.emulate(script, trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
-    notes = [r.getMessage() for r in caplog.records if "PYTORCH_CUDA_ALLOC_CONF settings are not emulated" in r.getMessage()]
-    assert len(notes) == 1 and "(expandable_segments:True, max_split_size_mb:128)" in notes[0]
+    notes = [r.getMessage() for r in caplog.records if "allocator settings not emulated" in r.getMessage()]
+    assert len(notes) == 1 and "(backend:cudaMallocAsync)" in notes[0]
     assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ  # the script's setting ends with it
+    # A bad value fails the script where PyTorch fails it, at the first allocation, naming the setting.
+    script.write_text("import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'max_split_size_mb:4'\n"
+                      "import torch\nx = torch.zeros(8, device='cuda')\n")
+    s = maya.emulate(script, trace_dir=tmp_path / "bad")
+    assert s.exit_code == 1 and "max_split_size_mb: 4 MiB is below the 20 MiB minimum" in s.error
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="maya.emulator.runner"):
         maya.emulate(GPT, [*TINY, "--steps", "1"], trace_dir=tmp_path / "plain")
-    assert not [r for r in caplog.records if "ALLOC_CONF" in r.getMessage()]
+    assert not [r for r in caplog.records if "allocator settings" in r.getMessage()]
 
 
 def test_transformer_encoder_inference_with_padding_runs_on_the_padded_batch(tmp_path):

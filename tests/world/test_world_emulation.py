@@ -160,6 +160,21 @@ def test_fsdp_world_of_2_without_dedup_emulates_both_ranks(ray_local, tmp_path):
     assert gathers[0] == gathers[1] and len(gathers[0]) == 2 * L + 1  # forward: root + blocks; backward: blocks
 
 
+def test_the_commands_allocator_settings_reach_every_rank(ray_local, tmp_path, monkeypatch):
+    # The Ray workers were started before the setting was made: it still reaches both ranks' allocators
+    # (expandable segments: two 11 MiB tensors reserve two 20 MiB pages, not two 12 MiB segments).
+    script = tmp_path / "reserved.py"
+    script.write_text(
+        "import torch\n"
+        "x = [torch.empty(11 << 20, dtype=torch.uint8, device='cuda') for _ in range(2)]\n"
+        "assert torch.cuda.memory_reserved() == 40 << 20, torch.cuda.memory_reserved()\n"
+    )
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    s = maya.emulate(script, nproc_per_node=2, trace_dir=tmp_path / "t", dedup=False)
+    assert s.exit_code == 0, s.error
+    assert s.emulated_ranks == [0, 1]
+
+
 # -- bad input -------------------------------------------------------------------------------------
 
 
