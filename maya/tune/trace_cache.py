@@ -5,7 +5,9 @@ Two keys split what the emulator decides from what only the simulator models:
 - the *emulation key* hashes the script's content, its argv, the GPU type, the tensor- and
   pipeline-parallel degrees and, under FSDP, the data-parallel degree (it sets the shard shapes).
   Under DDP the data-parallel degree is left out: at a fixed per-rank shape it only changes what
-  the simulator does with the gradient all-reduce. Node count and price are left out too.
+  the simulator does with the gradient all-reduce. Node count and price are left out too. The
+  caching-allocator settings of the environment (PYTORCH_CUDA_ALLOC_CONF) are in, as they change
+  reserved memory.
 - the *simulation key* hashes the cluster's topology (nodes, GPUs per node, links; not its name or
   price), or is `single-gpu` for a one-GPU job, whose time no link affects; with the study's host
   figures for the cluster's GPU (`Study.host_profiles`), their hash is appended.
@@ -106,8 +108,10 @@ def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
 def emulation_inputs(
     *, script_sha256: str, argv: tuple[str, ...], gpu: str, tp: int, pp: int, dp: int, dp_mode: str | None
 ) -> dict[str, Any]:
-    """What decides a per-rank trace (see the module docstring), with Maya's and the trace schema's versions."""
+    """What decides a per-rank trace (see the module docstring), with Maya's and the trace schema's versions
+    and the caching-allocator settings of this process's environment (they change reserved memory)."""
     from maya import __version__
+    from maya.emulator.allocator_config import environment_text
     from maya.trace.schema import TRACE_SCHEMA_VERSION
 
     return {
@@ -120,6 +124,7 @@ def emulation_inputs(
         "tp": tp,
         "pp": pp,
         "fsdp_dp": dp if dp_mode == "fsdp" else None,
+        "alloc_conf": environment_text(),
     }
 
 

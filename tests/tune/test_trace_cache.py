@@ -32,6 +32,15 @@ def test_script_argv_gpu_and_layout_change_the_key():
         assert changed != base
 
 
+def test_allocator_settings_change_the_key(monkeypatch):
+    # expandable_segments changes reserved memory and so whether a configuration fits.
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    base = _key()
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    assert _key() != base
+
+
 def test_simulation_key_ignores_name_and_price_but_not_topology():
     spec = load_cluster("dgx-h100", nodes=4)
     assert simulation_key(spec) == simulation_key(replace(spec, name="reserved", price_per_gpu_hour_usd=1.0))
