@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import os
 import shlex
 import statistics
 import subprocess
@@ -256,10 +257,10 @@ def first_line(text: str | None) -> str:
 
 
 def emulate_workload(workload: Workload, timeout_s: float = TIMEOUT_S, gpu: str = "h200",
-                     host_profile: Path | None = None) -> dict:
+                     host_profile: Path | None = None, alloc_conf: str | None = None) -> dict:
     """Run one workload under Maya in a subprocess, predicted for catalog GPU `gpu` (with the host
-    figures of `host_profile`, a `maya profile --families host` output, if given); its summary dict,
-    or {"error": ...}."""
+    figures of `host_profile`, a `maya profile --families host` output, if given, and PYTORCH_CUDA_ALLOC_CONF
+    set to `alloc_conf`, if given); its summary dict, or {"error": ...}."""
     with tempfile.TemporaryDirectory(prefix=f"maya-validate-{workload.name}-") as tmp:
         out = Path(tmp) / "summary.json"
         trace_dir = Path(tmp) / "trace"
@@ -270,7 +271,10 @@ def emulate_workload(workload: Workload, timeout_s: float = TIMEOUT_S, gpu: str 
         ]
         start = time.monotonic()
         try:
-            proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")}
+            if alloc_conf:
+                env["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+            proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired:
             return {"error": f"timed out after {timeout_s:.0f} s", "wall_s": time.monotonic() - start}
         wall = time.monotonic() - start
@@ -321,7 +325,7 @@ def _version(package: str) -> str:
 
 
 def header(env: dict, command: str, ground_truth: Path = GROUND_TRUTH, gpu: str = "h200",
-           host_profile: Path | None = None) -> str:
+           host_profile: Path | None = None, alloc_conf: str | None = None) -> str:
     leases = Path(ground_truth).resolve() == GROUND_TRUTH.resolve()
     gpu_name = env.get("gpu_name") or gpu
     return "\n".join(
@@ -348,6 +352,9 @@ def header(env: dict, command: str, ground_truth: Path = GROUND_TRUTH, gpu: str 
             *([] if host_profile is None else [
                 f"- Host costs: `{_shown(host_profile)}` (`maya profile --families host` on the ground truth's "
                 "machine) in place of the shipped H200 figures."]),
+            *([] if not alloc_conf else [
+                f"- Allocator: `PYTORCH_CUDA_ALLOC_CONF={alloc_conf}` for the predictions (the ground truth's "
+                f"`alloc_conf`: {env.get('alloc_conf')!r})."]),
             f"- Predicted with torch {_version('torch')} and transformers {_version('transformers')} "
             "(the Hugging Face models must be the ground truth's version: `pip install -e .[test]` pins it).",
             f"- Reproduce: `{command}`",
@@ -377,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host-profile", type=Path, default=None,
                    help="`maya profile --families host` output of the ground truth's machine, in place of the shipped "
                         "host figures")
+    p.add_argument("--alloc-conf", default=None,
+                   help="PYTORCH_CUDA_ALLOC_CONF for the emulations (e.g. expandable_segments:True; default: none, "
+                        "whatever this shell has set is dropped)")
     args = p.parse_args(argv)
     if not args.ground_truth.is_file():
         p.error(f"no ground truth file {args.ground_truth}")
@@ -395,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
 
     summaries: dict[str, dict] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(emulate_workload, w, args.timeout, args.gpu, args.host_profile): w for w in workloads}
+        futures = {pool.submit(emulate_workload, w, args.timeout, args.gpu, args.host_profile, args.alloc_conf): w for w in workloads}
         for fut in concurrent.futures.as_completed(futures):
             w = futures[fut]
             try:
@@ -429,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not written: --only runs part of the suite (name --out to write it; {DEFAULT_OUT.relative_to(REPO_ROOT)} "
               "holds the whole suite's table)", file=sys.stderr)
         return 0
-    text = header(gt.get("environment", {}), command, args.ground_truth, args.gpu, args.host_profile) + "\n" + body
+    text = header(gt.get("environment", {}), command, args.ground_truth, args.gpu, args.host_profile,
+                  args.alloc_conf) + "\n" + body
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"wrote {out}", file=sys.stderr)

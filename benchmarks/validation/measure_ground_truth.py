@@ -125,6 +125,7 @@ def describe_environment() -> dict:
         "gpu_total_memory_bytes": None,
         "gpu_count": 0,
         "driver_version": None,
+        "alloc_conf": os.environ.get("PYTORCH_ALLOC_CONF") or os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "",
     }
     try:
         env["transformers_version"] = importlib.metadata.version("transformers")
