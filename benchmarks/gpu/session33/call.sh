@@ -19,5 +19,9 @@ if [ "$part" = 1 ]; then
 fi
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout 420 python3 benchmarks/validation/measure_ground_truth.py \
   --only $names --out "$DIR/ground_truth_expandable.json" 2>&1 | tee "$DIR/ground_truth_expandable.log"
+if [ "$part" = 2 ]; then
+  timeout 150 python3 benchmarks/gpu/memory_history_probe.py --out "$DIR/memory_history" \
+    --only resnet50_fp32 vit_base_bf16 llama_3b_bf16_ckpt 2>&1 | tee "$DIR/memory_history.log"
+fi
 date -u +%FT%TZ >> "$DIR/env.txt"
 cat "$DIR/env.txt"
