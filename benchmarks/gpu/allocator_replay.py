@@ -11,7 +11,7 @@ Operations (one list per sequence):
     ["f", id]                   drop that tensor (its block returns to the allocator at once: no other stream used it)
     ["e"]                       torch.cuda.empty_cache()
 An allocation that raises torch.cuda.OutOfMemoryError is recorded as such (`oom` true) and the sequence
-goes on. `limit_bytes`, when set, is torch.cuda.set_per_process_memory_fraction's cap, as the allocator
+goes on; `stats` is `torch.cuda.memory_stats()` after the sequence's last operation. `limit_bytes`, when set, is torch.cuda.set_per_process_memory_fraction's cap, as the allocator
 computes it (fraction x total memory).
 
 Only the standard library and torch are imported. On the GPU machine, from the repository root:
@@ -172,8 +172,7 @@ def replay(seq: dict) -> dict:
         "allocated": allocated,
         "reserved": reserved,
         "oom": oom,
-        "stats": {k: stats.get(k) for k in ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free",
-                                            "reserved_bytes.all.peak", "allocated_bytes.all.peak")},
+        "stats": dict(stats),
     }
 
 
