@@ -135,6 +135,8 @@ def replay(seq: dict) -> dict:
     import torch
 
     torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    torch.cuda.reset_accumulated_memory_stats()
     total = torch.cuda.get_device_properties(0).total_memory
     limit = seq["limit_bytes"]
     fraction = 1.0 if limit is None else limit / total
