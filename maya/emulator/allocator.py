@@ -69,7 +69,8 @@ def segment_size(rounded_bytes: int) -> int:
 class Block:
     """A contiguous piece of one segment: allocated, free, or (in an expandable segment) unmapped."""
 
-    __slots__ = ("addr", "size", "stream", "small", "segment", "allocated", "prev", "next", "mapped", "gc_base")
+    __slots__ = ("addr", "size", "stream", "small", "segment", "allocated", "prev", "next", "mapped", "gc_base",
+                 "requested")
 
     def __init__(self, addr: int, size: int, stream: int, small: bool, segment: int, mapped: bool = True) -> None:
         self.addr = addr
@@ -80,6 +81,7 @@ class Block:
         self.allocated = False
         self.mapped = mapped
         self.gc_base = 0
+        self.requested = 0
         self.prev: Block | None = None
         self.next: Block | None = None
 
@@ -94,6 +96,119 @@ class _Expandable:
 
     base: int
     page: int
+
+
+POOL_STATS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes", "active_bytes",
+              "inactive_split_bytes", "requested_bytes")
+"""The per-pool figures of `torch.cuda.memory_stats()`, each with current, peak, allocated and freed."""
+POOLS = ("all", "large_pool", "small_pool")
+METRICS = ("current", "peak", "allocated", "freed")
+
+
+class _Stats:
+    """PyTorch's DeviceStats beyond `AllocatorStats`: [current, peak, allocated, freed] per figure and pool.
+
+    Allocations and their bytes (requested and rounded) change on every malloc and free, so they are
+    kept apart, in one flat list per pool, and updated inline. `active` equals `allocation` here: a
+    block is inactive only while its frees wait for another stream's events, which are not emulated.
+    """
+
+    def __init__(self) -> None:
+        self.pools = {name: [[0, 0, 0, 0] for _ in POOLS] for name in ("segment", "reserved_bytes")}
+        # per pool: inactive_split, inactive_split_bytes, each current/peak/allocated/freed
+        self.splits = [[0] * 8 for _ in POOLS]
+        # per pool: allocation, allocated_bytes, requested_bytes, each current/peak/allocated/freed
+        self.usage = [[0] * 12 for _ in POOLS]
+        self.oversize = {name: [0, 0, 0, 0] for name in ("oversize_allocations", "oversize_segments")}
+        self.num_sync_all_streams = 0
+
+    def change(self, name: str, small: bool, delta: int) -> None:
+        stats = self.pools[name]
+        _change(stats[0], delta)
+        _change(stats[2 if small else 1], delta)
+
+    def allocated(self, small: bool, size: int, requested: int) -> None:
+        for st in (self.usage[0], self.usage[2 if small else 1]):
+            st[0] += 1
+            st[2] += 1
+            if st[0] > st[1]:
+                st[1] = st[0]
+            st[4] += size
+            st[6] += size
+            if st[4] > st[5]:
+                st[5] = st[4]
+            st[8] += requested
+            st[10] += requested
+            if st[8] > st[9]:
+                st[9] = st[8]
+
+    def freed(self, small: bool, size: int, requested: int) -> None:
+        for st in (self.usage[0], self.usage[2 if small else 1]):
+            st[0] -= 1
+            st[3] += 1
+            st[4] -= size
+            st[7] += size
+            st[8] -= requested
+            st[11] += requested
+
+    def split(self, small: bool, count: int, nbytes: int) -> None:
+        """inactive_split and inactive_split_bytes change by `count` and `nbytes`."""
+        for st in (self.splits[0], self.splits[2 if small else 1]):
+            if count:
+                st[0] += count
+                if count > 0:
+                    st[2] += count
+                    if st[0] > st[1]:
+                        st[1] = st[0]
+                else:
+                    st[3] -= count
+            if nbytes:
+                st[4] += nbytes
+                if nbytes > 0:
+                    st[6] += nbytes
+                    if st[4] > st[5]:
+                        st[5] = st[4]
+                else:
+                    st[7] -= nbytes
+
+    def by_name(self) -> dict[str, list[list[int]]]:
+        """Every per-pool figure by its memory_stats name."""
+        flat = {name: [pool[4 * i:4 * i + 4] for pool in self.usage]
+                for i, name in enumerate(("allocation", "allocated_bytes", "requested_bytes"))}
+        flat.update({name: [pool[4 * i:4 * i + 4] for pool in self.splits]
+                     for i, name in enumerate(("inactive_split", "inactive_split_bytes"))})
+        return {**self.pools, **flat, "active": flat["allocation"], "active_bytes": flat["allocated_bytes"]}
+
+    def _all(self) -> list[list[int]]:
+        return [*(s for pools in self.pools.values() for s in pools), *self.oversize.values()]
+
+    def reset_peak(self) -> None:
+        for stat in self._all():
+            stat[1] = stat[0]
+        for pool in self.usage:
+            pool[1], pool[5], pool[9] = pool[0], pool[4], pool[8]
+        for pool in self.splits:
+            pool[1], pool[5] = pool[0], pool[4]
+
+    def reset_accumulated(self) -> None:
+        for stat in self._all():
+            stat[2] = stat[3] = 0
+        for pool in self.usage:
+            pool[2] = pool[3] = pool[6] = pool[7] = pool[10] = pool[11] = 0
+        for pool in self.splits:
+            pool[2] = pool[3] = pool[6] = pool[7] = 0
+        self.num_sync_all_streams = 0
+
+
+def _change(stat: list[int], delta: int) -> None:
+    """increase_stat / decrease_stat: current moves, peak follows it up, allocated or freed counts it."""
+    stat[0] += delta
+    if delta > 0:
+        stat[2] += delta
+        if stat[0] > stat[1]:
+            stat[1] = stat[0]
+    else:
+        stat[3] -= delta
 
 
 class EmulatedOutOfMemory(Exception):
@@ -138,12 +253,14 @@ class CachingAllocator:
         self.device_name = device_name
         self.device_total_bytes = capacity_bytes if device_total_bytes is None else device_total_bytes
         self.config = DEFAULT
+        self._plain_rounding = True
         self._pending_config = config if callable(config) else None
         self.limit_bytes: int | None = None
         """The cap of `torch.cuda.set_per_process_memory_fraction` (None: none but the device)."""
         if not callable(config):
             self.configure(config)
         self.stats = AllocatorStats()
+        self._detail = _Stats()
         # (small, stream) -> sorted [(size, addr)] of free mapped blocks; addr -> Block for lookups.
         self._free: dict[tuple[bool, int], list[tuple[int, int]]] = {}
         # (small, stream) -> sorted [addr] of unmapped blocks of expandable segments.
@@ -154,11 +271,13 @@ class CachingAllocator:
         self._segment_heads: dict[int, Block] = {}
         self._expandable: dict[int, _Expandable] = {}
         self._gc_clock = {True: 0, False: 0}  # get_free_block calls per pool, the garbage collector's age
+        self._merged_count = 0
 
     def configure(self, config: AllocatorConfig) -> None:
         """New settings from now on (`torch.cuda.memory._set_allocator_settings`); blocks already made stay."""
         self.settle_config()
         self.config = config
+        self._plain_rounding = not any(config.roundup_divisions)
         if config.memory_fraction is not None:
             self.set_memory_fraction(config.memory_fraction)
 
@@ -177,12 +296,23 @@ class CachingAllocator:
         """Allocate `size_bytes` on `stream`; raises EmulatedOutOfMemory like the real allocator."""
         if self._pending_config is not None:
             self.settle_config()
-        size = round_size(size_bytes, self.config)
+        if self._plain_rounding:
+            size = MIN_BLOCK_BYTES if size_bytes < MIN_BLOCK_BYTES else -(-size_bytes // MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES
+        else:
+            size = round_size(size_bytes, self.config)
         small = size <= SMALL_SIZE_BYTES
         block = self._get_free_block(size, small, stream)
         if block is None:
             block = self._alloc_new(size, small, stream, size_bytes)
+        detail = self._detail
+        expandable = block.segment in self._expandable
+        already_split = not block.whole_segment
         if self._should_split(block, size):
+            if not expandable:
+                if already_split:
+                    detail.split(small, 0, -size)
+                else:
+                    detail.split(small, 1, block.size - size)
             rest = Block(block.addr + size, block.size - size, stream, small, block.segment)
             rest.prev, rest.next = block, block.next
             if block.next is not None:
@@ -191,7 +321,13 @@ class CachingAllocator:
             block.size = size
             self._blocks[rest.addr] = rest
             self._insert_free(rest)
+        elif already_split and not expandable:
+            detail.split(small, -1, -block.size)
         block.allocated = True
+        block.requested = size_bytes
+        detail.allocated(small, block.size, size_bytes)
+        if self.config.max_split_size is not None and block.size >= self.config.max_split_size:
+            _change(detail.oversize["oversize_allocations"], 1)
         stats = self.stats
         # An unsplit block counts whole, as in PyTorch's stats (block->size).
         stats.allocated_bytes += block.size
@@ -207,11 +343,22 @@ class CachingAllocator:
         block.allocated = False
         self.stats.allocated_bytes -= block.size
         self.stats.active_blocks -= 1
-        self._insert_free(self._merge_free_neighbours(block))
+        detail, small, size = self._detail, block.small, block.size
+        detail.freed(small, size, block.requested)
+        if self.config.max_split_size is not None and size >= self.config.max_split_size:
+            _change(detail.oversize["oversize_allocations"], -1)
+        merged = self._merge_free_neighbours(block)
+        if merged.segment not in self._expandable:
+            # Merged-away free neighbours stop being inactive splits; the result is one if still split.
+            absorbed = merged.size - size
+            split = not merged.whole_segment
+            detail.split(small, int(split) - self._merged_count, (merged.size if split else 0) - absorbed)
+        self._insert_free(merged)
 
     def empty_cache(self) -> None:
         """`torch.cuda.empty_cache` (release_cached_blocks): release every segment that holds no allocated
         block, and unmap the whole free pages of expandable segments."""
+        self._detail.num_sync_all_streams += 1
         for segment, head in list(self._segment_heads.items()):
             if head.whole_segment and not head.allocated:
                 self._remove_free(head)
@@ -226,6 +373,30 @@ class CachingAllocator:
         """`torch.cuda.reset_peak_memory_stats`: peaks restart from the current values."""
         self.stats.peak_allocated_bytes = self.stats.allocated_bytes
         self.stats.peak_reserved_bytes = self.stats.reserved_bytes
+        self._detail.reset_peak()
+
+    def reset_accumulated(self) -> None:
+        """`torch.cuda.reset_accumulated_memory_stats`: the allocated / freed totals and event counts restart."""
+        self._detail.reset_accumulated()
+        for name in ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free"):
+            setattr(self.stats, name, 0)
+
+    def memory_stats(self) -> dict:
+        """`torch.cuda.memory_stats_as_nested_dict()`: the figures PyTorch's allocator reports, by pool."""
+        s, detail = self.stats, self._detail
+        nested = {
+            "num_alloc_retries": s.num_alloc_retries,
+            "num_ooms": s.num_ooms,
+            "num_sync_all_streams": detail.num_sync_all_streams,
+            "num_device_alloc": s.num_device_alloc,
+            "num_device_free": s.num_device_free,
+            "max_split_size": -1 if self.config.max_split_size is None else self.config.max_split_size,
+        }
+        for name in POOL_STATS:
+            nested[name] = {pool: dict(zip(METRICS, stat)) for pool, stat in zip(POOLS, detail.by_name()[name])}
+        for name, stat in detail.oversize.items():
+            nested[name] = dict(zip(METRICS, stat))
+        return nested
 
     # -- finding and making blocks ---------------------------------------------------------------
 
@@ -303,10 +474,14 @@ class CachingAllocator:
         self._next_segment += 1
         self._blocks[block.addr] = block
         self.stats.segments += 1
-        self._add_reserved(seg_bytes)
+        self._detail.change("segment", small, 1)
+        if self.config.max_split_size is not None and seg_bytes >= self.config.max_split_size:
+            _change(self._detail.oversize["oversize_segments"], 1)
+        self._add_reserved(seg_bytes, small)
         return block
 
-    def _add_reserved(self, nbytes: int) -> None:
+    def _add_reserved(self, nbytes: int, small: bool) -> None:
+        self._detail.change("reserved_bytes", small, nbytes)
         stats = self.stats
         stats.reserved_bytes += nbytes
         stats.num_device_alloc += 1
@@ -320,6 +495,10 @@ class CachingAllocator:
         self.stats.reserved_bytes -= block.size
         self.stats.segments -= 1
         self.stats.num_device_free += 1
+        self._detail.change("segment", block.small, -1)
+        self._detail.change("reserved_bytes", block.small, -block.size)
+        if self.config.max_split_size is not None and block.size >= self.config.max_split_size:
+            _change(self._detail.oversize["oversize_segments"], -1)
 
     def _release_available(self, size: int, small: bool, stream: int) -> bool:
         """release_available_cached_blocks: free cached oversize segments, one that covers the request or
@@ -403,7 +582,7 @@ class CachingAllocator:
             self._blocks[rest.addr] = rest
             bisect.insort(self._unmapped[(rest.small, rest.stream)], rest.addr)
         unmapped.mapped = True
-        self._add_reserved(mapped)
+        self._add_reserved(mapped, unmapped.small)
         block = self._merge_free_neighbours(unmapped)
         self._insert_free(block)
         return block
@@ -443,6 +622,7 @@ class CachingAllocator:
         stats = self.stats
         stats.reserved_bytes -= last - first
         stats.num_device_free += 1
+        self._detail.change("reserved_bytes", block.small, first - last)
         key = (block.small, block.stream)
         for piece in made:
             if piece.mapped:
@@ -501,10 +681,13 @@ class CachingAllocator:
     # -- block lists -----------------------------------------------------------------------------
 
     def _merge_free_neighbours(self, block: Block) -> Block:
+        """Merge `block` with its free mapped neighbours; `_merged_count` says how many it took in."""
+        self._merged_count = 0
         for neighbour in (block.prev, block.next):
             if neighbour is not None and not neighbour.allocated and neighbour.mapped:
                 self._remove_free(neighbour)
                 self._merge(block, neighbour)
+                self._merged_count += 1
         return block
 
     def _merge(self, block: Block, other: Block) -> None:

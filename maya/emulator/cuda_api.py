@@ -130,22 +130,24 @@ def _set_stream(stream: EmulatedStream | None) -> None:
         st.active().current_stream = stream.stream_id
 
 
+def _memory_stats_as_nested_dict(device: object = None) -> dict:
+    return st.active().allocator.memory_stats()
+
+
 def _memory_stats(device: object = None) -> collections.OrderedDict:
-    s = st.active().allocator.stats
-    stats = {
-        "allocated_bytes.all.current": s.allocated_bytes,
-        "allocated_bytes.all.peak": s.peak_allocated_bytes,
-        "reserved_bytes.all.current": s.reserved_bytes,
-        "reserved_bytes.all.peak": s.peak_reserved_bytes,
-        "active_bytes.all.current": s.allocated_bytes,
-        "active.all.current": s.active_blocks,
-        "segment.all.current": s.segments,
-        "num_alloc_retries": s.num_alloc_retries,
-        "num_ooms": s.num_ooms,
-        "num_device_alloc": s.num_device_alloc,
-        "num_device_free": s.num_device_free,
-    }
-    return collections.OrderedDict(sorted(stats.items()))
+    """`torch.cuda.memory_stats()`: every figure PyTorch's caching allocator reports, flattened as PyTorch
+    flattens them ("allocated_bytes.all.peak", "num_alloc_retries", ...) and sorted by name."""
+    flat: dict[str, int] = {}
+
+    def walk(prefix: str, node) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}" if prefix else key, value)
+        else:
+            flat[prefix] = node
+
+    walk("", _memory_stats_as_nested_dict(device))
+    return collections.OrderedDict(sorted(flat.items()))
 
 
 def _mem_get_info(device: object = None) -> tuple[int, int]:
@@ -267,8 +269,9 @@ def install_cuda_api(patcher: Patcher) -> None:
         "reset_peak_memory_stats": lambda device=None: s.allocator.reset_peak(),
         "reset_max_memory_allocated": lambda device=None: s.allocator.reset_peak(),
         "reset_max_memory_cached": lambda device=None: s.allocator.reset_peak(),
-        "reset_accumulated_memory_stats": lambda device=None: None,
+        "reset_accumulated_memory_stats": lambda device=None: s.allocator.reset_accumulated(),
         "memory_stats": _memory_stats,
+        "memory_stats_as_nested_dict": _memory_stats_as_nested_dict,
         "mem_get_info": _mem_get_info,
         "memory_summary": _memory_summary,
         "empty_cache": lambda: s.allocator.empty_cache(),

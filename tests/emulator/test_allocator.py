@@ -187,3 +187,30 @@ def test_bad_allocator_settings_are_named():
     # Each parse starts the split limit from its default again; expandable segments stay as they were.
     again = parse("roundup_power2_divisions:2", parse("max_split_size_mb:64,expandable_segments:True")[0])[0]
     assert again.max_split_size is None and again.expandable_segments
+
+
+def test_memory_stats_by_pool_as_pytorch_reports_them():
+    a = CachingAllocator(1 << 30)
+    x = a.malloc(100)  # small pool: a 2 MiB segment split into 512 bytes and an inactive remainder
+    y = a.malloc(3 * MiB)  # large pool: a 20 MiB segment, 17 MiB of it an inactive split
+    a.free(x)  # merges back into a whole segment: no inactive split left in the small pool
+    stats = a.memory_stats()
+    assert stats["allocation"]["all"] == {"current": 1, "peak": 2, "allocated": 2, "freed": 1}
+    assert stats["allocated_bytes"]["large_pool"]["current"] == 3 * MiB
+    assert stats["active_bytes"]["all"]["peak"] == 3 * MiB + 512
+    assert stats["requested_bytes"]["small_pool"] == {"current": 0, "peak": 100, "allocated": 100, "freed": 100}
+    assert stats["segment"]["all"]["current"] == 2 and stats["reserved_bytes"]["small_pool"]["current"] == 2 * MiB
+    assert stats["inactive_split"]["large_pool"]["current"] == 1
+    assert stats["inactive_split_bytes"]["large_pool"]["current"] == 17 * MiB
+    assert stats["inactive_split"]["small_pool"] == {"current": 0, "peak": 1, "allocated": 1, "freed": 1}
+    assert stats["max_split_size"] == -1 and stats["num_sync_all_streams"] == 0
+    a.free(y)
+    a.empty_cache()
+    stats = a.memory_stats()
+    assert stats["num_sync_all_streams"] == 1 and stats["segment"]["all"]["current"] == 0
+    assert stats["inactive_split_bytes"]["large_pool"]["current"] == 0
+    a.reset_peak()
+    a.reset_accumulated()
+    stats = a.memory_stats()
+    assert stats["allocation"]["all"] == {"current": 0, "peak": 0, "allocated": 0, "freed": 0}
+    assert stats["num_device_alloc"] == 0 and stats["num_sync_all_streams"] == 0
