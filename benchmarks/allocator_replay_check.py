@@ -27,8 +27,9 @@ DEFAULT_REPLAY = Path(__file__).resolve().parent / "gpu" / "allocator_replay_h20
 MIB = 1 << 20
 
 
-def replay(run: dict, sequence: dict) -> dict[str, list]:
-    """The emulated allocator's allocated / reserved / oom after each of `sequence`'s operations."""
+def replay(run: dict, sequence: dict) -> dict:
+    """The emulated allocator's allocated / reserved / oom after each of `sequence`'s operations, and its
+    flattened memory_stats() after the last one."""
     total = run["total_memory_bytes"]
     config = allocator_config.parse(run["alloc_conf"])[0]
     allocator = CachingAllocator(total - CUDA_CONTEXT_BYTES, config=config, device_total_bytes=total)
@@ -49,7 +50,15 @@ def replay(run: dict, sequence: dict) -> dict[str, list]:
         allocated.append(allocator.stats.allocated_bytes)
         reserved.append(allocator.stats.reserved_bytes)
         oom.append(failed)
-    return {"allocated": allocated, "reserved": reserved, "oom": oom}
+    flat = {}
+    for name, value in allocator.memory_stats().items():
+        if isinstance(value, dict):
+            for pool, inner in value.items():
+                for metric, number in (inner.items() if isinstance(inner, dict) else [(None, inner)]):
+                    flat[".".join(x for x in (name, pool, metric) if x)] = number
+        else:
+            flat[name] = value
+    return {"allocated": allocated, "reserved": reserved, "oom": oom, "stats": flat}
 
 
 def compare(run: dict, sequence: dict) -> dict:
@@ -58,11 +67,15 @@ def compare(run: dict, sequence: dict) -> dict:
     n = len(sequence["ops"])
     differ = [i for i in range(n) if any(emulated[k][i] != sequence[k][i] for k in ("allocated", "reserved", "oom"))]
     worst = max((abs(emulated["reserved"][i] - sequence["reserved"][i]) for i in range(n)), default=0)
+    gpu_stats = sequence.get("stats", {})
+    stats_differ = sorted(k for k, v in emulated["stats"].items() if k in gpu_stats and gpu_stats[k] != v)
     return {
         "config": run["config"], "sequence": sequence["name"], "ops": n, "differ": len(differ),
         "first": differ[0] if differ else None, "worst_reserved_mib": worst / MIB,
         "gpu_peak_reserved_mib": max(sequence["reserved"], default=0) / MIB,
         "ooms": sum(sequence["oom"]),
+        "stats_compared": sum(k in gpu_stats for k in emulated["stats"]),
+        "stats_differ": stats_differ,
     }
 
 
@@ -79,14 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [compare(run, seq) for run in data["runs"] if "sequences" in run for seq in run["sequences"]]
     print(f"{args.replay}: measured {data['date_utc']} on {data['runs'][0].get('gpu_name')}")
     print(f"{'setting':<15} {'sequence':<14} {'ops':>5} {'differ':>6} {'first':>6} {'worst reserved MiB':>18} "
-          f"{'GPU peak reserved MiB':>21} {'OOMs':>5}")
+          f"{'GPU peak reserved MiB':>21} {'OOMs':>5}  memory_stats keys that differ")
     for r in rows:
         print(f"{r['config']:<15} {r['sequence']:<14} {r['ops']:>5} {r['differ']:>6} {str(r['first']):>6} "
-              f"{r['worst_reserved_mib']:>18.1f} {r['gpu_peak_reserved_mib']:>21.1f} {r['ooms']:>5}")
+              f"{r['worst_reserved_mib']:>18.1f} {r['gpu_peak_reserved_mib']:>21.1f} {r['ooms']:>5}  "
+              f"{len(r['stats_differ'])} of {r['stats_compared']}: {', '.join(r['stats_differ'][:6])}")
     failed = [run["config"] for run in data["runs"] if "sequences" not in run]
     if failed:
         print(f"settings that failed on the GPU: {', '.join(failed)}")
-    return 1 if any(r["differ"] for r in rows) else 0
+    return 1 if any(r["differ"] or r["stats_differ"] for r in rows) else 0
 
 
 if __name__ == "__main__":
