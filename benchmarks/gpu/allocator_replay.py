@@ -11,7 +11,8 @@ Operations (one list per sequence):
     ["f", id]                   drop that tensor (its block returns to the allocator at once: no other stream used it)
     ["e"]                       torch.cuda.empty_cache()
 An allocation that raises torch.cuda.OutOfMemoryError is recorded as such (`oom` true) and the sequence
-goes on; `stats` is `torch.cuda.memory_stats()` after the sequence's last operation. `limit_bytes`, when set, is torch.cuda.set_per_process_memory_fraction's cap, as the allocator
+goes on; `ptr` is each allocation's device address (None for other operations), `stats` is
+`torch.cuda.memory_stats()` after the sequence's last operation. `limit_bytes`, when set, is torch.cuda.set_per_process_memory_fraction's cap, as the allocator
 computes it (fraction x total memory).
 
 Only the standard library and torch are imported. On the GPU machine, from the repository root:
@@ -143,9 +144,10 @@ def replay(seq: dict) -> dict:
     torch.cuda.set_per_process_memory_fraction(fraction, 0)
     side = torch.cuda.Stream()
     live: dict[int, torch.Tensor] = {}
-    allocated, reserved, oom = [], [], []
+    allocated, reserved, oom, ptrs = [], [], [], []
     for op in seq["ops"]:
         failed = False
+        ptr = None
         if op[0] == "a":
             _, ident, nbytes, stream = op
             try:
@@ -154,6 +156,7 @@ def replay(seq: dict) -> dict:
                         live[ident] = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
                 else:
                     live[ident] = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+                ptr = live[ident].data_ptr()
             except torch.cuda.OutOfMemoryError:
                 failed = True
         elif op[0] == "f":
@@ -163,6 +166,7 @@ def replay(seq: dict) -> dict:
         allocated.append(torch.cuda.memory_allocated())
         reserved.append(torch.cuda.memory_reserved())
         oom.append(failed)
+        ptrs.append(ptr)
     stats = torch.cuda.memory_stats()
     live.clear()
     torch.cuda.synchronize()
@@ -174,6 +178,7 @@ def replay(seq: dict) -> dict:
         "allocated": allocated,
         "reserved": reserved,
         "oom": oom,
+        "ptr": ptrs,
         "stats": dict(stats),
     }
 

@@ -266,7 +266,8 @@ class CachingAllocator:
         # (small, stream) -> sorted [addr] of unmapped blocks of expandable segments.
         self._unmapped: dict[tuple[bool, int], list[int]] = {}
         self._blocks: dict[int, Block] = {}
-        self._next_addr = 1 << 40
+        self._next_addr = 1 << 40  # cudaMalloc's next segment ends here: the driver hands out descending addresses
+        self._next_reserve = 1 << 41  # expandable segments' address reservations, ascending
         self._next_segment = 0
         self._segment_heads: dict[int, Block] = {}
         self._expandable: dict[int, _Expandable] = {}
@@ -468,8 +469,7 @@ class CachingAllocator:
             return self._alloc_expandable(size, small, stream)
         if self.stats.reserved_bytes + seg_bytes > self.capacity_bytes:
             return None
-        block = Block(self._next_addr, seg_bytes, stream, small, self._next_segment)
-        self._next_addr += seg_bytes + ROUND_LARGE_BYTES
+        block = Block(self._address_for(seg_bytes), seg_bytes, stream, small, self._next_segment)
         self._segment_heads[self._next_segment] = block
         self._next_segment += 1
         self._blocks[block.addr] = block
@@ -487,6 +487,12 @@ class CachingAllocator:
         stats.num_device_alloc += 1
         if stats.reserved_bytes > stats.peak_reserved_bytes:
             stats.peak_reserved_bytes = stats.reserved_bytes
+
+    def _address_for(self, nbytes: int) -> int:
+        """A device address for a new segment: below every earlier one, as the CUDA driver hands them out
+        (the replayed GPU's best-fit ties among equal free blocks follow this order)."""
+        self._next_addr -= nbytes
+        return self._next_addr
 
     def _release(self, block: Block) -> None:
         """cudaFree of a whole cached segment (already out of the free lists)."""
@@ -556,9 +562,9 @@ class CachingAllocator:
                 return start
         page = SMALL_BUFFER_BYTES if small else LARGE_BUFFER_BYTES
         span = -(-int(self.capacity_bytes * EXPANDABLE_ADDRESS_FACTOR) // page) * page
-        block = Block(self._next_addr, span, stream, small, self._next_segment, mapped=False)
-        self._expandable[self._next_segment] = _Expandable(self._next_addr, page)
-        self._next_addr += span + ROUND_LARGE_BYTES
+        block = Block(self._next_reserve, span, stream, small, self._next_segment, mapped=False)
+        self._expandable[self._next_segment] = _Expandable(self._next_reserve, page)
+        self._next_reserve += span
         self._next_segment += 1
         self._blocks[block.addr] = block
         bisect.insort(self._unmapped.setdefault((small, stream), []), block.addr)
