@@ -8,7 +8,7 @@ many operations end with different figures and the largest reserved-memory diffe
 
     python benchmarks/allocator_replay_check.py [REPLAY_JSON_GZ]
 
-(default: the committed H200 replay). Exit status 1 when any figure differs.
+(default: the committed replay, measured on an H100 in session 33). Exit status 1 when any figure differs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from maya.emulator import allocator_config
 from maya.emulator.allocator import CachingAllocator, EmulatedOutOfMemory
 from maya.emulator.state import CUDA_CONTEXT_BYTES
 
-DEFAULT_REPLAY = Path(__file__).resolve().parent / "gpu" / "allocator_replay_h200" / "allocator_replay.json.gz"
+DEFAULT_REPLAY = Path(__file__).resolve().parent / "gpu" / "session33" / "s33" / "allocator_replay.json.gz"
 MIB = 1 << 20
 
 
