@@ -153,6 +153,12 @@ def environment_text(environ: dict[str, str] | None = None) -> str:
     return next((env[k] for k in ENV_KEYS if env.get(k)), "")
 
 
+def environment_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The allocator variables this environment sets, to hand to Ray workers (`runtime_env` env_vars)."""
+    env = os.environ if environ is None else environ
+    return {k: env[k] for k in ENV_KEYS if k in env}
+
+
 def from_environment(environ: dict[str, str] | None = None) -> tuple[AllocatorConfig, list[str]]:
     """The config the process's environment asks for, and its items not emulated."""
     return parse(environment_text(environ))

@@ -66,6 +66,7 @@ def run_study(
     from ray import tune
     from ray.tune.search import Searcher
 
+    from maya.emulator.allocator_config import environment_settings
     from maya.tune.progress import ProgressCallback, log_line
     from maya.tune.pruning_searcher import (
         PRUNED_LOG,
@@ -80,7 +81,11 @@ def run_study(
     if resume and not tune.Tuner.can_restore(str(experiment)):
         raise FileNotFoundError(f"no study to resume in {out}")
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        # The allocator settings of this environment reach the trials' emulations (they change reserved
+        # memory, so which configurations fit), wherever Ray starts their workers.
+        alloc_env = environment_settings()
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": alloc_env} if alloc_env else None)
     cache_dir = Path(trace_cache_dir).resolve() if trace_cache_dir is not None else out / CACHE_DIR
     search_alg = setup.search_alg
     if isinstance(search_alg, Searcher):  # HyperOpt: prune inside the searcher (random and grid go through trials)

@@ -173,14 +173,14 @@ class _RankRunner(_InProcessRunner):
     """Runs rank emulations as Ray tasks, as many at once as Ray has CPUs for."""
 
     def __init__(self, *args, **kwargs) -> None:
-        from maya.emulator.allocator_config import ENV_KEYS
+        from maya.emulator.allocator_config import environment_settings
         from maya.world.rank_emulation import remote_emulate_rank
 
         super().__init__(*args, **kwargs)
         self.task = remote_emulate_rank()
         # The allocator settings of the `maya emulate` command's environment reach every rank, whether Ray's
         # workers were started from this environment or not (a cluster started before, elsewhere).
-        if alloc_env := {k: os.environ[k] for k in ENV_KEYS if k in os.environ}:
+        if alloc_env := environment_settings():
             self.task = self.task.options(runtime_env={"env_vars": alloc_env})
 
     def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
