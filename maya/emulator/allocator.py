@@ -10,6 +10,9 @@ allocation runs out of memory (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.9-2.
 - a free block is found best-fit (smallest that fits) within the same pool *and stream*;
 - a block is split when the remainder is at least 512 bytes (small pool) or more than 1 MiB (large);
 - a freed block merges with free neighbours of the same segment;
+- new segments get descending device addresses, as the CUDA driver gave them when an H100 replayed
+  fixed allocation sequences (benchmarks/gpu/allocator_replay.py): best-fit ties between equal free
+  blocks of different segments fall to the lowest address, so this order decides them;
 - when a new segment would exceed device memory, every fully free cached segment is released
   (as `cudaFree`) and the allocation retried once before raising OutOfMemoryError.
 The `PYTORCH_CUDA_ALLOC_CONF` settings of `maya.emulator.allocator_config` change these rules:
@@ -277,9 +280,11 @@ class CachingAllocator:
     def configure(self, config: AllocatorConfig) -> None:
         """New settings from now on (`torch.cuda.memory._set_allocator_settings`); blocks already made stay."""
         self.settle_config()
-        self.config = config
+        previous, self.config = self.config, config
         self._plain_rounding = not any(config.roundup_divisions)
-        if config.memory_fraction is not None:
+        # A fraction the settings give applies when they give it, not again over a later
+        # set_per_process_memory_fraction when other settings change.
+        if config.memory_fraction is not None and config.memory_fraction != previous.memory_fraction:
             self.set_memory_fraction(config.memory_fraction)
 
     def set_memory_fraction(self, fraction: float) -> None:

@@ -214,3 +214,11 @@ def test_memory_stats_by_pool_as_pytorch_reports_them():
     stats = a.memory_stats()
     assert stats["allocation"]["all"] == {"current": 0, "peak": 0, "allocated": 0, "freed": 0}
     assert stats["num_device_alloc"] == 0 and stats["num_sync_all_streams"] == 0
+
+
+def test_a_settings_fraction_does_not_undo_a_later_set_per_process_memory_fraction():
+    a = CachingAllocator(1 << 30, config=parse("per_process_memory_fraction:0.5")[0], device_total_bytes=1 << 30)
+    assert a.limit_bytes == 512 * MiB
+    a.set_memory_fraction(0.25)
+    a.configure(parse("expandable_segments:True", a.config)[0])  # the fraction key is not given again
+    assert a.limit_bytes == 256 * MiB
