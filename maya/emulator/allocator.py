@@ -738,4 +738,7 @@ class CachingAllocator:
             f"{free / gib:.2f} GiB is free. Of the allocated memory {s.allocated_bytes / gib:.2f} GiB "
             f"is allocated by PyTorch, and {(s.reserved_bytes - s.allocated_bytes) / gib:.2f} GiB "
             "is reserved by PyTorch but unallocated."
+            + ("" if self.config.expandable_segments else
+               " If reserved but unallocated memory is large try setting "
+               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation (Maya emulates it).")
         )

@@ -55,8 +55,10 @@ def test_oom_releases_cache_then_raises():
     a.free(a.malloc(15 * MiB))  # 16 MiB segment stays cached
     a.malloc(22 * MiB)  # needs 22 MiB: 16 + 22 > 30, so the cache is released, then it fits
     assert a.stats.num_alloc_retries == 1 and a.stats.reserved_bytes == 22 * MiB
-    with pytest.raises(EmulatedOutOfMemory, match="Tried to allocate"):
+    with pytest.raises(EmulatedOutOfMemory, match="Tried to allocate") as oom:
         a.malloc(30 * MiB)
+    # PyTorch's advice, which the emulation can follow too.
+    assert "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in str(oom.value)
     assert a.stats.num_ooms == 1
 
 
@@ -144,8 +146,9 @@ def test_expandable_segments_map_only_what_the_free_tail_lacks():
     a.free(x)
     a.malloc(70 * MiB)  # the 60 free MiB at the tail plus one more page
     assert a.stats.reserved_bytes == 82 * MiB and a.stats.num_alloc_retries == 0
-    with pytest.raises(EmulatedOutOfMemory):
+    with pytest.raises(EmulatedOutOfMemory) as oom:
         a.malloc(30 * MiB)  # 10 MiB free at the tail, one more page would pass 100 MiB; no whole page is free
+    assert "expandable_segments" not in str(oom.value)  # already on: PyTorch's hint is left out
     assert a.stats.num_alloc_retries == 1 and a.stats.num_ooms == 1
 
 
