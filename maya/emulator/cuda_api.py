@@ -32,6 +32,7 @@ when the process group uses NCCL (torch.distributed.checkpoint's save failed the
 UNSUPPORTED = (
     "CUDAGraph", "graph", "make_graphed_callables", "caching_allocator_alloc",
     "caching_allocator_delete", "cudart", "ipc_collect", "get_stream_from_external", "ExternalStream",
+    "MemPool", "use_mem_pool",
 )
 """torch.cuda names that fail under emulation with UnsupportedCudaCall."""
 
@@ -200,8 +201,8 @@ def _unsupported(name: str) -> type:
 
     def fail(cls, *args: object, **kwargs: object):
         raise UnsupportedCudaCall(
-            f"torch.cuda.{name} cannot be emulated by Maya (no CUDA graphs, raw allocator access or IPC "
-            "on the emulated GPU); run this part of the script only when torch.cuda is real"
+            f"torch.cuda.{name} cannot be emulated by Maya (no CUDA graphs, private memory pools, raw "
+            "allocator access or IPC on the emulated GPU); run this part of the script only when torch.cuda is real"
         )
 
     return type(name, (), {"__new__": fail, "__doc__": f"torch.cuda.{name} (not emulated)"})
@@ -291,6 +292,8 @@ def install_cuda_api(patcher: Patcher) -> None:
     patcher.set(cuda.streams, "Event", EmulatedEvent)
     for name in UNSUPPORTED:
         patcher.set(cuda, name, _unsupported(name))
+        if hasattr(cuda.memory, name):  # MemPool and use_mem_pool live there too
+            patcher.set(cuda.memory, name, getattr(cuda, name))
     for name in ("range_push", "range_pop", "mark"):
         patcher.set(cuda.nvtx, name, lambda *a, **k: 0)
     patcher.set(cuda.nvtx, "range", _nvtx_range)
