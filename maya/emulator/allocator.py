@@ -222,20 +222,42 @@ class EmulatedOutOfMemory(Exception):
         self.requested_bytes = requested_bytes
 
 
-@dataclass(slots=True)
 class AllocatorStats:
-    """Running totals, named as in `torch.cuda.memory_stats()` (all pools together)."""
+    """Running totals, named as in `torch.cuda.memory_stats()` (all pools together): the "all" figures of
+    the allocator's per-pool statistics, read from them, and the event counts."""
 
-    allocated_bytes: int = 0
-    peak_allocated_bytes: int = 0
-    reserved_bytes: int = 0
-    peak_reserved_bytes: int = 0
-    active_blocks: int = 0
-    segments: int = 0
-    num_alloc_retries: int = 0
-    num_ooms: int = 0
-    num_device_alloc: int = 0
-    num_device_free: int = 0
+    __slots__ = ("_detail", "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free")
+
+    def __init__(self, detail: _Stats) -> None:
+        self._detail = detail
+        self.num_alloc_retries = 0
+        self.num_ooms = 0
+        self.num_device_alloc = 0
+        self.num_device_free = 0
+
+    @property
+    def allocated_bytes(self) -> int:
+        return self._detail.usage[0][4]
+
+    @property
+    def peak_allocated_bytes(self) -> int:
+        return self._detail.usage[0][5]
+
+    @property
+    def active_blocks(self) -> int:
+        return self._detail.usage[0][0]
+
+    @property
+    def reserved_bytes(self) -> int:
+        return self._detail.pools["reserved_bytes"][0][0]
+
+    @property
+    def peak_reserved_bytes(self) -> int:
+        return self._detail.pools["reserved_bytes"][0][1]
+
+    @property
+    def segments(self) -> int:
+        return self._detail.pools["segment"][0][0]
 
 
 class CachingAllocator:
@@ -262,8 +284,8 @@ class CachingAllocator:
         """The cap of `torch.cuda.set_per_process_memory_fraction` (None: none but the device)."""
         if not callable(config):
             self.configure(config)
-        self.stats = AllocatorStats()
         self._detail = _Stats()
+        self.stats = AllocatorStats(self._detail)
         # (small, stream) -> sorted [(size, addr)] of free mapped blocks; addr -> Block for lookups.
         self._free: dict[tuple[bool, int], list[tuple[int, int]]] = {}
         # (small, stream) -> sorted [addr] of unmapped blocks of expandable segments.
@@ -331,15 +353,9 @@ class CachingAllocator:
             detail.split(small, -1, -block.size)
         block.allocated = True
         block.requested = size_bytes
-        detail.allocated(small, block.size, size_bytes)
+        detail.allocated(small, block.size, size_bytes)  # an unsplit block counts whole (block->size)
         if self.config.max_split_size is not None and block.size >= self.config.max_split_size:
             _change(detail.oversize["oversize_allocations"], 1)
-        stats = self.stats
-        # An unsplit block counts whole, as in PyTorch's stats (block->size).
-        stats.allocated_bytes += block.size
-        stats.active_blocks += 1
-        if stats.allocated_bytes > stats.peak_allocated_bytes:
-            stats.peak_allocated_bytes = stats.allocated_bytes
         return block
 
     def free(self, block: Block) -> None:
@@ -347,8 +363,6 @@ class CachingAllocator:
         if not block.allocated:
             return
         block.allocated = False
-        self.stats.allocated_bytes -= block.size
-        self.stats.active_blocks -= 1
         detail, small, size = self._detail, block.small, block.size
         detail.freed(small, size, block.requested)
         if self.config.max_split_size is not None and size >= self.config.max_split_size:
@@ -377,8 +391,6 @@ class CachingAllocator:
 
     def reset_peak(self) -> None:
         """`torch.cuda.reset_peak_memory_stats`: peaks restart from the current values."""
-        self.stats.peak_allocated_bytes = self.stats.allocated_bytes
-        self.stats.peak_reserved_bytes = self.stats.reserved_bytes
         self._detail.reset_peak()
 
     def reset_accumulated(self) -> None:
@@ -478,7 +490,6 @@ class CachingAllocator:
         self._segment_heads[self._next_segment] = block
         self._next_segment += 1
         self._blocks[block.addr] = block
-        self.stats.segments += 1
         self._detail.change("segment", small, 1)
         if self.config.max_split_size is not None and seg_bytes >= self.config.max_split_size:
             _change(self._detail.oversize["oversize_segments"], 1)
@@ -487,11 +498,7 @@ class CachingAllocator:
 
     def _add_reserved(self, nbytes: int, small: bool) -> None:
         self._detail.change("reserved_bytes", small, nbytes)
-        stats = self.stats
-        stats.reserved_bytes += nbytes
-        stats.num_device_alloc += 1
-        if stats.reserved_bytes > stats.peak_reserved_bytes:
-            stats.peak_reserved_bytes = stats.reserved_bytes
+        self.stats.num_device_alloc += 1
 
     def _address_for(self, nbytes: int) -> int:
         """A device address for a new segment: below every earlier one, as the CUDA driver hands them out
@@ -503,8 +510,6 @@ class CachingAllocator:
         """cudaFree of a whole cached segment (already out of the free lists)."""
         del self._blocks[block.addr]
         del self._segment_heads[block.segment]
-        self.stats.reserved_bytes -= block.size
-        self.stats.segments -= 1
         self.stats.num_device_free += 1
         self._detail.change("segment", block.small, -1)
         self._detail.change("reserved_bytes", block.small, -block.size)
@@ -630,9 +635,7 @@ class CachingAllocator:
         made[-1].next = following
         if following is not None:
             following.prev = made[-1]
-        stats = self.stats
-        stats.reserved_bytes -= last - first
-        stats.num_device_free += 1
+        self.stats.num_device_free += 1
         self._detail.change("reserved_bytes", block.small, first - last)
         key = (block.small, block.stream)
         for piece in made:
