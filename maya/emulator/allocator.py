@@ -111,8 +111,8 @@ METRICS = ("current", "peak", "allocated", "freed")
 class _Stats:
     """PyTorch's DeviceStats beyond `AllocatorStats`: [current, peak, allocated, freed] per figure and pool.
 
-    Allocations and their bytes (requested and rounded) change on every malloc and free, so they are
-    kept apart, in one flat list per pool, and updated inline. `active` equals `allocation` here: a
+    Allocations and their bytes (requested and rounded), and inactive splits, change on most mallocs and
+    frees, so each pool keeps them in one flat list of consecutive [current, peak, allocated, freed]. `active` equals `allocation` here: a
     block is inactive only while its frees wait for another stream's events, which are not emulated.
     """
 
@@ -131,6 +131,7 @@ class _Stats:
         _change(stats[2 if small else 1], delta)
 
     def allocated(self, small: bool, size: int, requested: int) -> None:
+        # _change(st, 1), _change(st, size, 4), _change(st, requested, 8), inlined: this runs on every malloc.
         for st in (self.usage[0], self.usage[2 if small else 1]):
             st[0] += 1
             st[2] += 1
@@ -158,21 +159,9 @@ class _Stats:
         """inactive_split and inactive_split_bytes change by `count` and `nbytes`."""
         for st in (self.splits[0], self.splits[2 if small else 1]):
             if count:
-                st[0] += count
-                if count > 0:
-                    st[2] += count
-                    if st[0] > st[1]:
-                        st[1] = st[0]
-                else:
-                    st[3] -= count
+                _change(st, count)
             if nbytes:
-                st[4] += nbytes
-                if nbytes > 0:
-                    st[6] += nbytes
-                    if st[4] > st[5]:
-                        st[5] = st[4]
-                else:
-                    st[7] -= nbytes
+                _change(st, nbytes, 4)
 
     def by_name(self) -> dict[str, list[list[int]]]:
         """Every per-pool figure by its memory_stats name."""
@@ -203,15 +192,16 @@ class _Stats:
         self.num_sync_all_streams = 0
 
 
-def _change(stat: list[int], delta: int) -> None:
-    """increase_stat / decrease_stat: current moves, peak follows it up, allocated or freed counts it."""
-    stat[0] += delta
+def _change(stat: list[int], delta: int, at: int = 0) -> None:
+    """increase_stat / decrease_stat on the [current, peak, allocated, freed] at `stat[at:at + 4]`: current
+    moves, peak follows it up, allocated or freed counts it."""
+    stat[at] += delta
     if delta > 0:
-        stat[2] += delta
-        if stat[0] > stat[1]:
-            stat[1] = stat[0]
+        stat[at + 2] += delta
+        if stat[at] > stat[at + 1]:
+            stat[at + 1] = stat[at]
     else:
-        stat[3] -= delta
+        stat[at + 3] -= delta
 
 
 class EmulatedOutOfMemory(Exception):
