@@ -331,14 +331,7 @@ class CachingAllocator:
                     detail.split(small, 0, -size)
                 else:
                     detail.split(small, 1, block.size - size)
-            rest = Block(block.addr + size, block.size - size, stream, small, block.segment)
-            rest.prev, rest.next = block, block.next
-            if block.next is not None:
-                block.next.prev = rest
-            block.next = rest
-            block.size = size
-            self._blocks[rest.addr] = rest
-            self._insert_free(rest)
+            self._insert_free(self._split_off(block, size))
         elif already_split and not expandable:
             detail.split(small, -1, -block.size)
         block.allocated = True
@@ -578,14 +571,7 @@ class CachingAllocator:
             return None
         self._unmapped[(unmapped.small, unmapped.stream)].remove(unmapped.addr)
         if mapped < unmapped.size:
-            rest = Block(unmapped.addr + mapped, unmapped.size - mapped, unmapped.stream, unmapped.small,
-                         unmapped.segment, mapped=False)
-            rest.prev, rest.next = unmapped, unmapped.next
-            if unmapped.next is not None:
-                unmapped.next.prev = rest
-            unmapped.next = rest
-            unmapped.size = mapped
-            self._blocks[rest.addr] = rest
+            rest = self._split_off(unmapped, mapped)
             bisect.insort(self._unmapped[(rest.small, rest.stream)], rest.addr)
         unmapped.mapped = True
         self._add_reserved(mapped, unmapped.small)
@@ -683,6 +669,19 @@ class CachingAllocator:
                     freed = True
 
     # -- block lists -----------------------------------------------------------------------------
+
+    def _split_off(self, block: Block, size: int) -> Block:
+        """Cut `block` to its first `size` bytes; the rest becomes the next block (same segment, same
+        mapped state), registered but in no free or unmapped list yet."""
+        rest = Block(block.addr + size, block.size - size, block.stream, block.small, block.segment,
+                     mapped=block.mapped)
+        rest.prev, rest.next = block, block.next
+        if block.next is not None:
+            block.next.prev = rest
+        block.next = rest
+        block.size = size
+        self._blocks[rest.addr] = rest
+        return rest
 
     def _merge_free_neighbours(self, block: Block) -> Block:
         """Merge `block` with its free mapped neighbours; `_merged_count` says how many it took in."""
