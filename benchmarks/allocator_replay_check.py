@@ -50,15 +50,7 @@ def replay(run: dict, sequence: dict) -> dict:
         allocated.append(allocator.stats.allocated_bytes)
         reserved.append(allocator.stats.reserved_bytes)
         oom.append(failed)
-    flat = {}
-    for name, value in allocator.memory_stats().items():
-        if isinstance(value, dict):
-            for pool, inner in value.items():
-                for metric, number in (inner.items() if isinstance(inner, dict) else [(None, inner)]):
-                    flat[".".join(x for x in (name, pool, metric) if x)] = number
-        else:
-            flat[name] = value
-    return {"allocated": allocated, "reserved": reserved, "oom": oom, "stats": flat}
+    return {"allocated": allocated, "reserved": reserved, "oom": oom, "stats": allocator.flat_memory_stats()}
 
 
 def compare(run: dict, sequence: dict) -> dict:

@@ -393,11 +393,27 @@ class CachingAllocator:
             "num_device_free": s.num_device_free,
             "max_split_size": -1 if self.config.max_split_size is None else self.config.max_split_size,
         }
+        by_name = detail.by_name()
         for name in POOL_STATS:
-            nested[name] = {pool: dict(zip(METRICS, stat)) for pool, stat in zip(POOLS, detail.by_name()[name])}
+            nested[name] = {pool: dict(zip(METRICS, stat)) for pool, stat in zip(POOLS, by_name[name])}
         for name, stat in detail.oversize.items():
             nested[name] = dict(zip(METRICS, stat))
         return nested
+
+    def flat_memory_stats(self) -> dict[str, int]:
+        """`torch.cuda.memory_stats()`: `memory_stats` flattened as PyTorch flattens it
+        ("allocated_bytes.all.peak", "num_alloc_retries", ...), sorted by name."""
+        flat: dict[str, int] = {}
+
+        def walk(prefix: str, node) -> None:
+            if isinstance(node, dict):
+                for key, value in node.items():
+                    walk(f"{prefix}.{key}" if prefix else key, value)
+            else:
+                flat[prefix] = node
+
+        walk("", self.memory_stats())
+        return dict(sorted(flat.items()))
 
     # -- finding and making blocks ---------------------------------------------------------------
 

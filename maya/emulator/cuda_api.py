@@ -136,19 +136,8 @@ def _memory_stats_as_nested_dict(device: object = None) -> dict:
 
 
 def _memory_stats(device: object = None) -> collections.OrderedDict:
-    """`torch.cuda.memory_stats()`: every figure PyTorch's caching allocator reports, flattened as PyTorch
-    flattens them ("allocated_bytes.all.peak", "num_alloc_retries", ...) and sorted by name."""
-    flat: dict[str, int] = {}
-
-    def walk(prefix: str, node) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                walk(f"{prefix}.{key}" if prefix else key, value)
-        else:
-            flat[prefix] = node
-
-    walk("", _memory_stats_as_nested_dict(device))
-    return collections.OrderedDict(sorted(flat.items()))
+    """`torch.cuda.memory_stats()`: every figure PyTorch's caching allocator reports, by name, sorted."""
+    return collections.OrderedDict(st.active().allocator.flat_memory_stats())
 
 
 def _mem_get_info(device: object = None) -> tuple[int, int]:
