@@ -53,6 +53,8 @@ sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 from ground_truth_repeatability import lease_medians, lease_spreads, lease_times, measurements  # noqa: E402
 from suite import WORKLOADS, Workload  # noqa: E402
 
+from maya.emulator.allocator_config import ENV_KEYS  # noqa: E402
+
 # Runs in the child: emulate one script and write its summary as JSON.
 CHILD_CODE = """
 import json, sys
@@ -271,7 +273,7 @@ def emulate_workload(workload: Workload, timeout_s: float = TIMEOUT_S, gpu: str 
         ]
         start = time.monotonic()
         try:
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")}
+            env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
             if alloc_conf:
                 env["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
             proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s, env=env)
