@@ -7,9 +7,11 @@ expert its expected share, the same every step. This probe runs the workload as 
 and with each expert's `torch.where` result (still computed, so the host still waits for it) replaced
 by a fixed set of that expected size, N * top_k / experts distinct tokens (`fixed`): the same ops, the
 same host synchronisation, the GPU work of the balanced case, only the shapes no longer change.
-The difference between the two step times is what changing shapes cost the host.
+The difference between the two step times is what changing shapes cost the host; how it moves over
+the 60 steps says whether it lasts (cuBLAS keeps what it looked up, so sizes seen before cost less).
 
-Each mode runs in its own process (its own cuBLAS heuristic cache), alternating, `--repeats` times.
+In `dynamic` mode the probe also records every expert's token count, in call order (`expert_sizes`:
+layers x experts per step, warm-up steps included). Each mode runs in its own process (its own cuBLAS heuristic cache), alternating, `--repeats` times.
 Only the standard library and torch are imported. From the repository root on the GPU machine:
 
     python3 benchmarks/gpu/moe_fixed_shapes_probe.py --out OUT_DIR
@@ -28,7 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = ROOT / "benchmarks" / "validation" / "workloads" / "moe.py"
-ARGV = ["--batch-size", "8", "--seq-len", "1024", "--num-experts", "8", "--top-k", "2"]
+ARGV = ["--batch-size", "8", "--seq-len", "1024", "--num-experts", "8", "--top-k", "2", "--steps", "60",
+        "--log-interval", "1000"]
+"""The validation workload's arguments (`benchmarks/validation/suite.py`), with 60 measured steps after its
+4 warm-up steps instead of 12: whether the step time settles as the shapes recur."""
 
 CHILD = r"""
 import importlib.util, sys, torch
@@ -59,6 +64,18 @@ if sys.argv[2] == "fixed":
         return out.view(B, T, C), aux_loss
 
     moe.SparseMoE.forward = forward
+else:  # record each expert's size (on the host already: where's result is shaped by it)
+    import atexit, json
+    real_where, sizes = torch.where, []
+
+    def where(*args, **kwargs):
+        out = real_where(*args, **kwargs)
+        if len(args) == 1 and not kwargs:
+            sizes.append(int(out[0].shape[0]))
+        return out
+
+    torch.where = where
+    atexit.register(lambda: print("EXPERT_SIZES " + json.dumps(sizes)))
 moe.main(sys.argv[3:])
 """
 
@@ -69,7 +86,9 @@ def run(mode: str) -> dict:
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("MAYA_RESULT ")), None)
     if proc.returncode != 0 or line is None:
         return {"mode": mode, "error": proc.stderr[-2000:]}
-    return {"mode": mode, **json.loads(line[len("MAYA_RESULT "):])}
+    sizes = next((ln for ln in proc.stdout.splitlines() if ln.startswith("EXPERT_SIZES ")), None)
+    extra = {"expert_sizes": json.loads(sizes[len("EXPERT_SIZES "):])} if sizes else {}
+    return {"mode": mode, **json.loads(line[len("MAYA_RESULT "):]), **extra}
 
 
 def main() -> int:

@@ -21,6 +21,13 @@ CUDNN_BENCHMARK = "cudnn_benchmark"
 was on: cuDNN then times its algorithms and runs the fastest, instead of the one its heuristics pick,
 so the same shape can take a different time. Absent when the flag was off (PyTorch's default)."""
 
+DATA_DEPENDENT_SHAPE = "data_dependent_shape"
+"""Top-level `attrs` key, present (true) on a kernel with an input whose shape has a size that a
+data-dependent op chose (`nonzero`, boolean indexing, `masked_select`, `repeat_interleave`, `unique`:
+`maya.emulator.recorder`): on a GPU that size follows the data, so the op's shape changes from step to
+step (a mixture-of-experts expert's GEMMs), and cuBLAS chooses its kernel anew. It describes how the op
+runs, not what it computes: signature keys leave it out (`maya.estimator.signature.canonical_attrs`)."""
+
 CUDNN_BENCHMARK_OPS = frozenset({"aten::convolution", "aten::convolution_backward"})
 """Ops whose algorithm `torch.backends.cudnn.benchmark` chooses (every 2-D/3-D convolution reaches
 cuDNN through these two)."""

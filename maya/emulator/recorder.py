@@ -13,6 +13,9 @@ boolean indexing, `bincount`) follow the uniform-routing hints of `ValueHints` (
 `topk`/`argmax`/`sort` spread evenly, so `nonzero(indices == e)` selects 1/C of them) and select
 every element where there is no hint. A data-dependent shape on the GPU synchronises the host with
 the device (the size is copied back before the output can be allocated): a sync row follows it.
+The sizes such ops chose are followed through the ops that inherit them (`_carry_data_dependent`):
+a kernel row with an input of such a size has `"data_dependent_shape": true` in its attrs, as on a GPU
+its shape would change from step to step (each expert's tokens in a mixture-of-experts layer).
 """
 
 from __future__ import annotations
@@ -31,7 +34,14 @@ from torch._subclasses.fake_tensor import (
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from maya.emulator.allocator import EmulatedOutOfMemory
-from maya.emulator.attrs import CUDNN_BENCHMARK, CUDNN_BENCHMARK_OPS, encode_call, flatten_tensors, tensor_meta
+from maya.emulator.attrs import (
+    CUDNN_BENCHMARK,
+    CUDNN_BENCHMARK_OPS,
+    DATA_DEPENDENT_SHAPE,
+    encode_call,
+    flatten_tensors,
+    tensor_meta,
+)
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
 from maya.emulator.ctc_loss import ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
@@ -293,6 +303,8 @@ class Recorder(TorchDispatchMode):
         every op reads it."""
         self._placeholder_reads = (0, 0)
         """(iteration, reads of unknown values in it): `_count_placeholder_read`."""
+        self._data_dependent: dict[int, tuple[weakref.ref, frozenset[int]]] = {}
+        """id(tensor) -> (weak reference, the sizes of its shape that a data-dependent op chose)."""
         self.paused = 0
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
@@ -368,6 +380,7 @@ class Recorder(TorchDispatchMode):
         except DynamicOutputShapeException:
             out = self._select_all(func, name, args, kwargs)
             dynamic_shape = True
+            self._mark_data_dependent(name, args, out)
         except UnsupportedOperatorException:
             raise self._unsupported(name, "it has no fake (meta) implementation to compute its output shapes") from None
         except DataDependentOutputException as e:
@@ -399,6 +412,8 @@ class Recorder(TorchDispatchMode):
                                     "(sparse: Embedding(sparse=True) gradients, torch.sparse), whose ops Maya does not "
                                     "emulate: use dense tensors (Embedding's default)")
         self.values.observe(name, func, args, kwargs, out)
+        if self._data_dependent and not dynamic_shape:
+            self._carry_data_dependent(args, kwargs, out)
         if _launches_nothing(func):
             return out
         if isinstance(out, torch.Tensor) and out.dtype is torch.bool and self._placeholder_true(name, args):
@@ -428,6 +443,8 @@ class Recorder(TorchDispatchMode):
         attrs, input_metas = encode_call(args, kwargs)
         if name in CUDNN_BENCHMARK_OPS and torch.backends.cudnn.benchmark:
             attrs[CUDNN_BENCHMARK] = True
+        if self._data_dependent and any(self._data_dependent_sizes(t) for t in inputs):
+            attrs[DATA_DEPENDENT_SHAPE] = True
         state.add_row(
             EventKind.KERNEL,
             name,
@@ -559,6 +576,59 @@ class Recorder(TorchDispatchMode):
         if t.is_floating_point() or t.is_complex():
             return 0.0
         return 1
+
+    def _data_dependent_sizes(self, t: object) -> frozenset[int]:
+        """The sizes of `t`'s shape that a data-dependent op chose (none for anything else)."""
+        entry = self._data_dependent.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else frozenset()
+
+    def _note_data_dependent(self, t: torch.Tensor, sizes: frozenset[int]) -> None:
+        registry, key = self._data_dependent, id(t)
+        registry[key] = (weakref.ref(t, lambda _ref: registry.pop(key, None)), sizes)
+
+    def _mark_data_dependent(self, name: str, args: tuple, out: object) -> None:
+        """Note the sizes a data-dependent op (`_select_all`) chose: the selected count of `nonzero`,
+        `masked_select`, boolean indexing and `repeat_interleave`, the distinct count of `unique`,
+        when the values they count are not known exactly (`ValueHints.exact`: a copy of host data
+        selects the same every step). `bincount`'s length (the largest value, or `minlength`) is not
+        taken as changing."""
+        if name == "aten::bincount":
+            return
+        if name == "aten::index.Tensor":
+            counted = [i for i in args[1] if isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)]
+        else:
+            counted = [args[1] if name == "aten::masked_select" else args[0]]
+        if all(self.values.exact(t) is not None for t in counted):
+            return
+        outputs = [t for t in flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
+                   if isinstance(t, torch.Tensor)]
+        if not outputs or not outputs[0].dim():
+            return
+        first = outputs[0]
+        if name == "aten::index.Tensor" or name in _UNIQUE_ARGS:  # x[mask], unique(x, dim): sizes x lacks
+            sizes = frozenset(first.shape) - frozenset(args[0].shape)
+        else:  # nonzero's rows, masked_select's and repeat_interleave's lengths, unique's elements
+            sizes = frozenset(first.shape[:1])
+        if sizes:
+            for t in outputs:
+                kept = sizes.intersection(t.shape)
+                if kept:
+                    self._note_data_dependent(t, kept)
+
+    def _carry_data_dependent(self, args: tuple, kwargs: dict, out: object) -> None:
+        """Outputs of an op with an input of data-dependent sizes keep those of the sizes their own
+        shapes have (`x[token]`, an expert's GEMMs, their gradients); an op's in-place result keeps
+        what it had (`out.index_add_(0, token, y)` leaves `out`'s fixed shape fixed)."""
+        inputs = flatten_tensors(args, kwargs)
+        sizes = frozenset().union(*(self._data_dependent_sizes(t) for t in inputs))
+        if not sizes:
+            return
+        seen = {id(t) for t in inputs}
+        for t in flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {}):
+            if isinstance(t, torch.Tensor) and id(t) not in seen:
+                kept = sizes.intersection(t.shape)
+                if kept:
+                    self._note_data_dependent(t, kept)
 
     def _count_placeholder_read(self) -> None:
         """Stop a script that reads unknown values `PLACEHOLDER_READS_MAX` times within one iteration:

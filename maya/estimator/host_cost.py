@@ -172,6 +172,7 @@ def host_costs_us(
                 **attention_extra_us(gpu)}
     extra = op.map(extra_us).fillna(0.0).to_numpy(dtype=float)
     host = np.where(launches, host + extra, host)
+    host = np.where(launches & _data_dependent_gemms(df), host + costs.get(DATA_DEPENDENT_GEMM_COST, 0.0), host)
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():
         # List entries, not distinct tensors: a list repeated in the call (Adam's grads in
@@ -182,6 +183,28 @@ def host_costs_us(
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
     return host
+
+
+DATA_DEPENDENT_GEMM_COST = "gemm_new_shape_us"
+"""The host figure (`maya.estimator.host_overhead`) a GEMM pays beyond its phase's one-launch figure when
+its shape has a size that the data chose (`data_dependent_shape` in its attrs, `maya.emulator.attrs`):
+on a GPU such a shape changes from step to step, and cuBLAS looks up a kernel for a shape it has not
+run before (`benchmarks/gpu/new_shape_host_probe.py`); nothing where the GPU's figures lack it."""
+
+
+def _data_dependent_gemms(df: pd.DataFrame) -> np.ndarray:
+    """Whether each row is a GEMM marked `data_dependent_shape`."""
+    from maya.emulator.attrs import DATA_DEPENDENT_SHAPE
+    from maya.estimator.families import GEMM, families_of
+
+    out = np.zeros(len(df), dtype=bool)
+    if not len(df) or "attrs" not in df.columns:
+        return out
+    gemm = np.flatnonzero(families_of(df["op"].to_numpy()) == GEMM)
+    if len(gemm):
+        key = f'"{DATA_DEPENDENT_SHAPE}"'
+        out[gemm] = [isinstance(a, str) and key in a for a in df["attrs"].to_numpy()[gemm]]
+    return out
 
 
 LAYER_EXTRA_COST = {

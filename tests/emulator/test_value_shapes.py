@@ -161,3 +161,46 @@ def test_counts_of_unknown_masks_count_every_element_and_lengths_add_up():
         assert lengths[0].item() == 5 and lengths.max().item() == 5 and (8 + lengths.max()).item() == 13
         assert torch.count_nonzero(positions).item() == 30
         assert (lengths.max() - 2).item() == 3
+
+
+def test_ops_on_sizes_a_routing_chose_are_marked_data_dependent():
+    """An expert's tokens, gathered with torch.where on top-k routing, change in number from step to step
+    on a GPU: the expert's GEMMs (forward and backward) carry the mark, the layers of fixed shape and an
+    in-place update of a fixed-shape tensor do not, and a selection of known values is not marked."""
+    import json
+
+    attrs_at = ROW_FIELDS.index("attrs")
+
+    def marked(row) -> bool:
+        return bool(row[attrs_at]) and json.loads(row[attrs_at]).get("data_dependent_shape", False)
+
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+        x = torch.randn(64, 16, device="cuda", requires_grad=True)
+        router = torch.nn.Linear(16, 4, device="cuda")
+        expert = torch.nn.Linear(16, 16, device="cuda")
+        dense = torch.nn.Linear(16, 16, device="cuda")
+        first = len(state.rows)
+        selected = router(x).topk(2, dim=-1).indices
+        mask = torch.nn.functional.one_hot(selected, 4).permute(2, 1, 0)
+        out = torch.zeros_like(x)
+        slot, token = torch.where(mask[0])
+        assert tuple(token.shape) == (32,)  # 64 tokens x top-2 / 4 experts
+        y = expert(x[token])
+        out.index_add_(0, token, y)
+        loss = dense(out).sum()
+        loss.backward()
+        # Known values select the same rows every step: not marked.
+        fixed = torch.tensor([True, False] * 32, device="cuda")
+        known_first = len(state.rows)
+        expert(x[fixed]).sum()
+        known = state.rows[known_first:]
+        rows = state.rows[first:known_first]
+    gemms = [(r[OP], marked(r)) for r in rows if r[KIND] == "kernel" and r[OP] in ("aten::addmm", "aten::mm")]
+    # Fixed: the router's and the dense layer's forward, the dense layer's two backward GEMMs (no gradient
+    # reaches the router through top-k's indices). Marked: the expert's forward and its two backward GEMMs.
+    assert [m for _, m in gemms] == [False, True, False, False, False, True, True], gemms
+    index_add = next(r for r in rows if r[OP] == "aten::index_add_")
+    assert marked(index_add)  # its index has the routed size
+    later = [r for r in rows if r[OP] == "aten::mm" and not marked(r)]
+    assert later, "the dense layer's backward GEMMs, on out's fixed shape, must stay unmarked"
+    assert not any(marked(r) for r in known)
