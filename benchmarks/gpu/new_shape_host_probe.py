@@ -63,7 +63,6 @@ def _cases(dtype: torch.dtype):
     attention's sequence length, a convolution's image height)."""
     dev = "cuda"
     w = torch.randn(2048, 768, device=dev, dtype=dtype)
-    w2 = torch.randn(768, 2048, device=dev, dtype=dtype)
     bias = torch.randn(2048, device=dev, dtype=dtype)
     big = torch.randn(4096, 2048, device=dev, dtype=dtype)
     x768 = torch.randn(4096, 768, device=dev, dtype=dtype)
