@@ -28,6 +28,13 @@ data-dependent op chose (`nonzero`, boolean indexing, `masked_select`, `repeat_i
 step (a mixture-of-experts expert's GEMMs), and cuBLAS chooses its kernel anew. It describes how the op
 runs, not what it computes: signature keys leave it out (`maya.estimator.signature.canonical_attrs`)."""
 
+NEW_SHAPE = "new_shape"
+"""Top-level `attrs` key on a GEMM, convolution or cuDNN attention row whose shape the process had not
+run before (a size a data-dependent op chose counts as new at each such call): the host figure it pays
+for cuBLAS's kernel lookup or cuDNN's plan, a key of the host profile's `new_shape_us` ("gemm",
+"gemm_k", "gemm_float32", "conv", "conv_float32", "conv_backward", "cudnn_attention", ...;
+`maya.emulator.shape_caches`). Signature keys leave it out."""
+
 CUDNN_BENCHMARK_OPS = frozenset({"aten::convolution", "aten::convolution_backward"})
 """Ops whose algorithm `torch.backends.cudnn.benchmark` chooses (every 2-D/3-D convolution reaches
 cuDNN through these two)."""

@@ -38,6 +38,7 @@ from maya.emulator.attrs import (
     CUDNN_BENCHMARK,
     CUDNN_BENCHMARK_OPS,
     DATA_DEPENDENT_SHAPE,
+    NEW_SHAPE,
     encode_call,
     flatten_tensors,
     tensor_meta,
@@ -51,6 +52,8 @@ from maya.emulator.grouped_mm import grouped_mm_fallback, grouped_mm_falls_back
 from maya.emulator.host_tensors import host_ints, runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.out_of_memory import defer, in_backward, raise_out_of_memory
+from maya.emulator.shape_caches import GEMM_OPERAND, ShapeCache
+from maya.emulator.shape_caches import category as shape_category
 from maya.emulator.state import EmulationState
 from maya.emulator.sync_batch_norm import SHAPES as SYNC_BATCH_NORM_SHAPES
 from maya.emulator.value_hints import ValueHints
@@ -303,8 +306,11 @@ class Recorder(TorchDispatchMode):
         every op reads it."""
         self._placeholder_reads = (0, 0)
         """(iteration, reads of unknown values in it): `_count_placeholder_read`."""
-        self._data_dependent: dict[int, tuple[weakref.ref, frozenset[int]]] = {}
-        """id(tensor) -> (weak reference, the sizes of its shape that a data-dependent op chose)."""
+        self._data_dependent: dict[int, tuple[weakref.ref, frozenset[tuple[int, int]]]] = {}
+        """id(tensor) -> (weak reference, (size, call) pairs: the sizes of its shape that a data-dependent
+        op chose, each with the number of the call that chose it)."""
+        self._data_dependent_calls = 0
+        self._shapes = ShapeCache()
         self.paused = 0
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
@@ -443,8 +449,7 @@ class Recorder(TorchDispatchMode):
         attrs, input_metas = encode_call(args, kwargs)
         if name in CUDNN_BENCHMARK_OPS and torch.backends.cudnn.benchmark:
             attrs[CUDNN_BENCHMARK] = True
-        if self._data_dependent and any(self._data_dependent_sizes(t) for t in inputs):
-            attrs[DATA_DEPENDENT_SHAPE] = True
+        self._mark_shape(name, inputs, input_metas, attrs)
         state.add_row(
             EventKind.KERNEL,
             name,
@@ -577,12 +582,33 @@ class Recorder(TorchDispatchMode):
             return 0.0
         return 1
 
-    def _data_dependent_sizes(self, t: object) -> frozenset[int]:
-        """The sizes of `t`'s shape that a data-dependent op chose (none for anything else)."""
+    def _mark_shape(self, name: str, inputs: list, input_metas: list, attrs: dict) -> None:
+        """Add the `data_dependent_shape` and `new_shape` marks (`maya.emulator.attrs`) that a kernel row
+        takes to `attrs`."""
+        tags = frozenset().union(*(self._data_dependent_sizes(t) for t in inputs)) if self._data_dependent else frozenset()
+        if tags:
+            attrs[DATA_DEPENDENT_SHAPE] = True
+        kind = shape_category(name, input_metas, bool(tags) and self._reduces_data_dependent(name, inputs))
+        if kind is not None and self._shapes.first_run(name, input_metas, attrs, frozenset(o for _, o in tags)):
+            attrs[NEW_SHAPE] = kind
+
+    def _reduces_data_dependent(self, name: str, inputs: list) -> bool:
+        """Whether GEMM `name` reduces over a data-dependent size (a weight gradient over an expert's
+        tokens): both operands carry a data-dependent size equal to the reduction size. A size alone can
+        coincide with a fixed one (2,048 tokens an expert, and a hidden width of 2,048), but the fixed
+        operand of a GEMM on routed tokens (a weight) carries none."""
+        a = GEMM_OPERAND.get(name)
+        if a is None or a + 1 >= len(inputs) or inputs[a].dim() < 2 or inputs[a + 1].dim() < 2:
+            return False
+        k = inputs[a].shape[-1]
+        return all(any(size == k for size, _ in self._data_dependent_sizes(t)) for t in inputs[a:a + 2])
+
+    def _data_dependent_sizes(self, t: object) -> frozenset[tuple[int, int]]:
+        """The (size, call) pairs of `t`'s shape that a data-dependent op chose (none for anything else)."""
         entry = self._data_dependent.get(id(t))
         return entry[1] if entry is not None and entry[0]() is t else frozenset()
 
-    def _note_data_dependent(self, t: torch.Tensor, sizes: frozenset[int]) -> None:
+    def _note_data_dependent(self, t: torch.Tensor, sizes: frozenset[tuple[int, int]]) -> None:
         registry, key = self._data_dependent, id(t)
         registry[key] = (weakref.ref(t, lambda _ref: registry.pop(key, None)), sizes)
 
@@ -610,8 +636,9 @@ class Recorder(TorchDispatchMode):
         else:  # nonzero's rows, masked_select's and repeat_interleave's lengths, unique's elements
             sizes = frozenset(first.shape[:1])
         if sizes:
+            self._data_dependent_calls += 1
             for t in outputs:
-                kept = sizes.intersection(t.shape)
+                kept = frozenset((size, self._data_dependent_calls) for size in sizes.intersection(t.shape))
                 if kept:
                     self._note_data_dependent(t, kept)
 
@@ -626,7 +653,8 @@ class Recorder(TorchDispatchMode):
         seen = {id(t) for t in inputs}
         for t in flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {}):
             if isinstance(t, torch.Tensor) and id(t) not in seen:
-                kept = sizes.intersection(t.shape)
+                shape = set(t.shape)
+                kept = frozenset(pair for pair in sizes if pair[0] in shape)
                 if kept:
                     self._note_data_dependent(t, kept)
 

@@ -172,7 +172,7 @@ def host_costs_us(
                 **attention_extra_us(gpu)}
     extra = op.map(extra_us).fillna(0.0).to_numpy(dtype=float)
     host = np.where(launches, host + extra, host)
-    host = np.where(launches & _data_dependent_gemms(df), host + costs.get(DATA_DEPENDENT_GEMM_COST, 0.0), host)
+    host = np.where(launches, host + new_shape_costs_us(df, gpu), host)
     foreach = (op.str.startswith("aten::_foreach_") | op.str.startswith("aten::_fused_adam")).to_numpy()
     if foreach.any():
         # List entries, not distinct tensors: a list repeated in the call (Adam's grads in
@@ -185,25 +185,29 @@ def host_costs_us(
     return host
 
 
-DATA_DEPENDENT_GEMM_COST = "gemm_new_shape_us"
-"""The host figure (`maya.estimator.host_overhead`) a GEMM pays beyond its phase's one-launch figure when
-its shape has a size that the data chose (`data_dependent_shape` in its attrs, `maya.emulator.attrs`):
-on a GPU such a shape changes from step to step, and cuBLAS looks up a kernel for a shape it has not
-run before (`benchmarks/gpu/new_shape_host_probe.py`); nothing where the GPU's figures lack it."""
-
-
-def _data_dependent_gemms(df: pd.DataFrame) -> np.ndarray:
-    """Whether each row is a GEMM marked `data_dependent_shape`."""
-    from maya.emulator.attrs import DATA_DEPENDENT_SHAPE
-    from maya.estimator.families import GEMM, families_of
-
-    out = np.zeros(len(df), dtype=bool)
-    if not len(df) or "attrs" not in df.columns:
+def new_shape_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
+    """Host time (microseconds) each row spends beyond its launch on a shape the process had not run
+    before: cuBLAS's kernel lookup for a GEMM, cuDNN's plan for a convolution or attention. A row
+    marked `new_shape` (`maya.emulator.shape_caches`) pays its figure of `new_shape_us` in
+    host_overhead.json (measured on a real `gpu` machine; the H200's for others; nothing for a figure
+    never measured), and a row also marked `data_dependent_shape` pays `data_dependent_new_share` of
+    it: the emulator gives a routed size its average every step, where on a GPU only some of a step's
+    sizes are new (`benchmarks/new_shape_figures.py`)."""
+    out = np.zeros(len(df))
+    file = _host_overhead_file(gpu)
+    figures = file.get("new_shape_us", {})
+    if not len(df) or not figures or "attrs" not in df.columns:
         return out
-    gemm = np.flatnonzero(families_of(df["op"].to_numpy()) == GEMM)
-    if len(gemm):
-        key = f'"{DATA_DEPENDENT_SHAPE}"'
-        out[gemm] = [isinstance(a, str) and key in a for a in df["attrs"].to_numpy()[gemm]]
+    from maya.emulator.attrs import DATA_DEPENDENT_SHAPE, NEW_SHAPE
+
+    attrs = df["attrs"].to_numpy()
+    key = f'"{NEW_SHAPE}"'
+    rows = [i for i, a in enumerate(attrs) if isinstance(a, str) and key in a]
+    share = float(file.get("data_dependent_new_share", 1.0))
+    for i in rows:
+        marks = json.loads(attrs[i])
+        figure = figures.get(marks.get(NEW_SHAPE), 0.0)
+        out[i] = figure * (share if marks.get(DATA_DEPENDENT_SHAPE) else 1.0)
     return out
 
 
