@@ -204,3 +204,41 @@ def test_ops_on_sizes_a_routing_chose_are_marked_data_dependent():
     later = [r for r in rows if r[OP] == "aten::mm" and not marked(r)]
     assert later, "the dense layer's backward GEMMs, on out's fixed shape, must stay unmarked"
     assert not any(marked(r) for r in known)
+
+
+def test_a_shape_run_for_the_first_time_is_marked_with_the_figure_it_pays():
+    """cuBLAS and cuDNN keep what they chose per shape: only a GEMM's first run on a shape is marked, a
+    routed size is new at every routing, and within one routing a second GEMM of the same shape (an
+    expert's w3 after its w1) is not; a weight gradient over the routed tokens reduces over them."""
+    import json
+
+    attrs_at = ROW_FIELDS.index("attrs")
+
+    def mark(row):
+        return json.loads(row[attrs_at]).get("new_shape") if row[attrs_at] else None
+
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+        x = torch.randn(64, 16, device="cuda", dtype=torch.bfloat16)
+        w1 = torch.randn(32, 16, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w3 = torch.randn(32, 16, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        first = len(state.rows)
+        for _ in range(2):
+            torch.mm(x, x.t())  # the same shape twice: marked once
+        static = [mark(r) for r in state.rows[first:] if r[OP] == "aten::mm"]
+        routed = []
+        for _ in range(2):  # two steps' routing of the same tokens
+            selected = torch.randn(64, 4, device="cuda").topk(2, dim=-1).indices
+            _, token = torch.where(torch.nn.functional.one_hot(selected, 4).permute(2, 1, 0)[0])
+            at = len(state.rows)
+            h = torch.nn.functional.linear(x[token], w1) * torch.nn.functional.linear(x[token], w3)
+            h.sum().backward()
+            routed.append([mark(r) for r in state.rows[at:] if r[OP] in ("aten::mm", "aten::addmm")])
+        float32 = len(state.rows)
+        torch.mm(torch.randn(8, 8, device="cuda"), torch.randn(8, 8, device="cuda"))
+        single = [mark(r) for r in state.rows[float32:] if r[OP] == "aten::mm"]
+    assert static == ["gemm", None]
+    # Forward w1 (new), w3 (the same shape in this routing); backward: the two weight gradients reduce over
+    # the routed tokens (gemm_k, the second the first's shape).
+    assert routed[0] == ["gemm", None, "gemm_k", None], routed
+    assert routed[1] == routed[0]  # a new routing: new sizes again
+    assert single == ["gemm_float32"]

@@ -177,3 +177,37 @@ def test_cudnn_attention_pays_its_measured_plan_cost_and_other_backends_do_not()
     assert host[0] == pytest.approx(forward + fwd)
     assert host[1] == pytest.approx(c["autograd_backward_op_us"] + bwd)
     assert host[2] == pytest.approx(forward)  # no flash-attention figure was measured
+
+
+def test_a_new_shape_pays_the_lookup_or_plan_and_a_routed_one_its_measured_share():
+    from maya.estimator.host_cost import _host_overhead_file
+
+    c = host_overhead("h200")
+    figures = _host_overhead_file("h200")["new_shape_us"]
+    share = _host_overhead_file("h200")["data_dependent_new_share"]
+    marks = [{"new_shape": "gemm"}, {"new_shape": "gemm", "data_dependent_shape": True},
+             {"new_shape": "gemm_k", "data_dependent_shape": True}, {"data_dependent_shape": True},
+             {"new_shape": "cudnn_attention"}, {"new_shape": "conv_backward"}, {}]
+    rows = pd.DataFrame(
+        {
+            "kind": ["kernel"] * len(marks),
+            "phase": ["other"] * len(marks),
+            "op": ["aten::mm", "aten::mm", "aten::mm", "aten::mm", "aten::_scaled_dot_product_flash_attention",
+                   "aten::convolution_backward", "aten::mm"],
+            "input_shapes": [[[2, 2], [2, 2]]] * len(marks),
+            "attrs": [json.dumps({"args": [], **m}) for m in marks],
+        }
+    )
+    host = host_costs_us(rows) - c["aten_op_us"]
+    backward_conv = host_overhead("h200").get("conv_backward_extra_us", 0.0)
+    # H200 (session 34): a bfloat16 GEMM's kernel lookup for a new M costs 100-1000 us, for a new K less;
+    # a cuDNN attention plan tens of milliseconds.
+    assert 100 < figures["gemm"] < 1000 and 0 < figures["gemm_k"] < figures["gemm"]
+    assert figures["cudnn_attention"] > 10_000 and 0 < share < 1
+    assert host[0] == pytest.approx(figures["gemm"])
+    assert host[1] == pytest.approx(share * figures["gemm"])
+    assert host[2] == pytest.approx(share * figures["gemm_k"])
+    assert host[3] == pytest.approx(0.0)  # routed but met before in the process: a cached lookup
+    assert host[4] == pytest.approx(figures["cudnn_attention"])  # the mark names the figure
+    assert host[5] == pytest.approx(backward_conv)  # never measured: no new-shape figure
+    assert host[6] == pytest.approx(0.0)
