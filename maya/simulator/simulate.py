@@ -183,6 +183,10 @@ def _top(
         table = rows.group_by(keys).aggregate([("total_us", "sum"), ("count", "sum")]).to_pandas()
         table = table.rename(columns={"total_us_sum": "total_us", "count_sum": "count"})
         table["share"] = table["total_us"] / grand_total_us
-        return table[[*keys, "total_us", "count", "share"]].sort_values("total_us", ascending=False, ignore_index=True)
+        # Ties (identical blocks) by name: their sums differ only in the last bits, in an order that
+        # Arrow's threaded grouping does not fix, so the ranking rounds to the nanosecond first.
+        table["_rank"] = table["total_us"].round(3)
+        table = table.sort_values(["_rank", *keys], ascending=[False] + [True] * len(keys), ignore_index=True)
+        return table[[*keys, "total_us", "count", "share"]]
 
     return aggregate(["op", "kind"]), aggregate(["module"])
