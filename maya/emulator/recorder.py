@@ -15,7 +15,9 @@ every element where there is no hint. A data-dependent shape on the GPU synchron
 the device (the size is copied back before the output can be allocated): a sync row follows it.
 The sizes such ops chose are followed through the ops that inherit them (`_carry_data_dependent`):
 a kernel row with an input of such a size has `"data_dependent_shape": true` in its attrs, as on a GPU
-its shape would change from step to step (each expert's tokens in a mixture-of-experts layer).
+its shape would change from step to step (each expert's tokens in a mixture-of-experts layer). A GEMM,
+convolution or cuDNN attention row on a shape the process had not run has `"new_shape"` naming the
+host figure it pays for cuBLAS's kernel lookup or cuDNN's plan (`maya.emulator.shape_caches`).
 """
 
 from __future__ import annotations
