@@ -264,7 +264,9 @@ def test_host_profile_prices_a_multi_rank_prediction(tmp_path, slow_host_profile
     slow = maya.emulate(GPT, args, nproc_per_node=2, trace_dir=tmp_path / "b", in_process=True,
                         host_profile=slow_host_profile)
     assert shipped.exit_code == 0 and slow.exit_code == 0, (shipped.error, slow.error)
-    assert slow.world_size == 2 and slow.median_iteration_ms > 1.5 * shipped.median_iteration_ms
+    # The steady step: the first also pays cuBLAS's and cuDNN's first runs of each shape, figures a
+    # `maya profile --families host` output does not carry (they stay the shipped ones).
+    assert slow.world_size == 2 and slow.iterations[-1].time_ms > 1.5 * shipped.iterations[-1].time_ms
 
 
 def test_accelerate_ranks_emulated_one_after_another_in_one_process(tmp_path):
