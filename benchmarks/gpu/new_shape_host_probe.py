@@ -21,7 +21,9 @@ Only the standard library and torch are imported. On the GPU machine, from the r
 
     python3 benchmarks/gpu/new_shape_host_probe.py --out OUT_DIR
 
-writes OUT_DIR/new_shape_host.json (about a minute).
+writes OUT_DIR/new_shape_host.json (about a minute); with --backward, OUT_DIR/new_shape_host_backward.json:
+the convolution and the attention forward and backward together (torch.autograd.grad of the output's
+sum), bfloat16, whose extra less the forward case's is the backward's.
 """
 
 from __future__ import annotations
@@ -58,9 +60,10 @@ def aten_op_us(trials: int) -> float:
     return statistics.median(_chain_us(lambda: x.add_(1), [()] * 1000) for _ in range(trials))
 
 
-def _cases(dtype: torch.dtype):
+def _cases(dtype: torch.dtype, backward: bool = False):
     """name -> (fn, make_args(size)): `size` is the op's varying dimension (a GEMM's M or K, an
-    attention's sequence length, a convolution's image height)."""
+    attention's sequence length, a convolution's image height). With `backward`, the convolution and
+    the attention forward and backward together instead."""
     dev = "cuda"
     w = torch.randn(2048, 768, device=dev, dtype=dtype)
     bias = torch.randn(2048, device=dev, dtype=dtype)
@@ -68,7 +71,7 @@ def _cases(dtype: torch.dtype):
     x768 = torch.randn(4096, 768, device=dev, dtype=dtype)
     conv_w = torch.randn(32, 32, 3, 3, device=dev, dtype=dtype).to(memory_format=torch.channels_last)
     qkv = torch.randn(1, 4, 4096, 64, device=dev, dtype=dtype)
-    return {
+    cases = {
         # forward of an expert's first linear: x [M, 768] @ w.T -> [M, 2048] (M varies)
         "linear_m": (F.linear, lambda m: (x768[:m], w)),
         "addmm_m": (F.linear, lambda m: (x768[:m], w, bias)),
@@ -83,13 +86,30 @@ def _cases(dtype: torch.dtype):
         "conv_h": (F.conv2d, lambda h: (torch.empty(2, 32, h, 32, device=dev, dtype=dtype)
                                         .to(memory_format=torch.channels_last), conv_w, None, 1, 1)),
     }
+    if not backward:
+        return cases
+    conv_wg = conv_w.detach().requires_grad_()
+    qkv_g = qkv.detach().requires_grad_()
+
+    def conv_both(x):
+        return torch.autograd.grad(F.conv2d(x, conv_wg, None, 1, 1).sum(), (x, conv_wg))
+
+    def sdpa_both(q, k, v):
+        return torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True).sum(), (q, k, v))
+
+    # forward and backward: less the forward case, the backward's plans (data and weight gradients)
+    return {
+        "conv_h_fwd_bwd": (conv_both, lambda h: (torch.empty(2, 32, h, 32, device=dev, dtype=dtype)
+                                                 .to(memory_format=torch.channels_last).requires_grad_(),)),
+        "sdpa_s_fwd_bwd": (sdpa_both, lambda s: (qkv_g[:, :, :s], qkv_g[:, :, :s], qkv_g[:, :, :s])),
+    }
 
 
-def measure(trials: int, dtype: torch.dtype) -> dict:
+def measure(trials: int, dtype: torch.dtype, backward: bool = False) -> dict:
     out = {}
-    cases = _cases(dtype)
+    cases = _cases(dtype, backward)
     for name, (fn, make) in cases.items():
-        lo = 1024 if name != "conv_h" else 8
+        lo = 8 if name.startswith("conv_h") else 1024
         # Sizes are disjoint between uses: warm-up (kernels loaded), then one fresh band per trial.
         fn(*make(lo))
         warm = [make(lo + 1 + i) for i in range(CALLS)]
@@ -117,6 +137,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--backward", action="store_true",
+                   help="time the convolution and attention forward+backward (bfloat16 only) instead")
     args = p.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
     torch.backends.cudnn.benchmark = False
@@ -128,10 +150,11 @@ def main() -> int:
         "aten_op_us": aten_op_us(args.trials),
     }
     print("aten_op_us", round(result["aten_op_us"], 2), flush=True)
-    result["bfloat16"] = measure(args.trials, torch.bfloat16)
-    result["float32"] = measure(args.trials, torch.float32)
+    result["bfloat16"] = measure(args.trials, torch.bfloat16, args.backward)
+    if not args.backward:
+        result["float32"] = measure(args.trials, torch.float32)
     result["aten_op_us_after"] = aten_op_us(args.trials)
-    path = Path(args.out) / "new_shape_host.json"
+    path = Path(args.out) / ("new_shape_host_backward.json" if args.backward else "new_shape_host.json")
     path.write_text(json.dumps(result, indent=1))
     print("wrote", path)
     return 0
