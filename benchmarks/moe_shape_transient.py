@@ -15,12 +15,15 @@ workload's 6th step, by role (without an argument, only that).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernel_attribution import cpu_op_stacks, read_events  # noqa: E402
+
 TRACE = ROOT / "benchmarks" / "gpu" / "op_times_h200" / "moe_top2_bf16.trace.json.gz"
 """The profiler's Chrome trace of the MoE workload's 6th step on an H200 (`op_times_h200/COMMANDS.md`)."""
 
@@ -46,15 +49,8 @@ def profiled_linears(trace: Path = TRACE, layers: int = 8, experts: int = 8) -> 
     """Host (CPU) microseconds of the forward's `aten::linear` calls in the profiled step, by role: in each
     layer the attention's qkv and output projections, the router, then per expert w1, w3 (the same shape
     as w1, just run) and w2. Profiled times: the profiler adds some microseconds to every op."""
-    events = json.loads(gzip.open(trace).read())["traceEvents"]
-    ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
-    main_tid = min({e["tid"] for e in ops}, key=lambda t: min(e["ts"] for e in ops if e["tid"] == t))
-    top, end = [], -1.0
-    for e in sorted((e for e in ops if e["tid"] == main_tid), key=lambda e: (e["ts"], -e["dur"])):
-        if e["ts"] >= end:
-            top.append(e)
-            end = e["ts"] + e["dur"]
-    linears = [e["dur"] for e in top if e["name"] == "aten::linear"]
+    linears = [e["dur"] for e, stack, backward in cpu_op_stacks(read_events(trace))
+               if e["name"] == "aten::linear" and not stack and not backward]
     per_layer = 3 + 3 * experts
     roles: dict[str, list[float]] = {}
     for i, dur in enumerate(linears[:layers * per_layer]):
