@@ -40,8 +40,9 @@ def new_sizes_per_step(sizes: list[int], per_step: int) -> list[int]:
     seen: set[int] = set()
     out = []
     for i in range(0, len(sizes), per_step):
-        step = sizes[i:i + per_step]
-        out.append(sum(1 for s in step if s not in seen and not seen.add(s)))
+        fresh = set(sizes[i:i + per_step]) - seen
+        out.append(len(fresh))
+        seen |= fresh
     return out
 
 
