@@ -59,6 +59,7 @@ from maya.emulator.shape_caches import category as shape_category
 from maya.emulator.state import EmulationState
 from maya.emulator.sync_batch_norm import SHAPES as SYNC_BATCH_NORM_SHAPES
 from maya.emulator.value_hints import ValueHints
+from maya.emulator.weak_ids import WeakIdMap
 
 aten = torch.ops.aten
 _get_sequence_nr = torch._C._autograd._get_sequence_nr
@@ -123,12 +124,6 @@ def _launches_nothing(func: torch._ops.OpOverload) -> bool:
     mutates = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
     returns_tensor = any("Tensor" in str(r.type) for r in returns)
     return not mutates and not returns_tensor
-
-
-def _remember(registry: dict[int, weakref.ref], t: torch.Tensor) -> None:
-    """Note `t` in an id-keyed registry; the entry leaves when the tensor dies."""
-    key = id(t)
-    registry[key] = weakref.ref(t, lambda _ref: registry.pop(key, None))
 
 
 def _tf32_permission(name: str) -> bool | None:
@@ -298,19 +293,19 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.state = state
         self.tracker = tracker
-        self._pinned: dict[int, weakref.ref] = {}
-        """id(tensor) -> weak reference, for host tensors pinned with pin_memory()."""
-        self._all_results: dict[int, weakref.ref] = {}
-        """id(tensor) -> weak reference, for boolean results of `all` reductions (placeholder True)."""
+        self._pinned = WeakIdMap()
+        """Host tensors pinned with pin_memory()."""
+        self._all_results = WeakIdMap()
+        """Boolean results of `all` reductions (placeholder True)."""
         self.values = state.values = ValueHints()
         """Uniform-routing hints about fake values: sizes of `nonzero` and friends, `.item()` answers.
         The same object as `state.values` (collectives tell it what they write); kept here too, as
         every op reads it."""
         self._placeholder_reads = (0, 0)
         """(iteration, reads of unknown values in it): `_count_placeholder_read`."""
-        self._data_dependent: dict[int, tuple[weakref.ref, frozenset[tuple[int, int]]]] = {}
-        """id(tensor) -> (weak reference, (size, call) pairs: the sizes of its shape that a data-dependent
-        op chose, each with the number of the call that chose it)."""
+        self._data_dependent = WeakIdMap()
+        """Tensor -> (size, call) pairs: the sizes of its shape that a data-dependent op chose, each with
+        the number of the call that chose it."""
         self._data_dependent_calls = 0
         self._shapes = ShapeCache()
         self.paused = 0
@@ -348,14 +343,14 @@ class Recorder(TorchDispatchMode):
                 # reducer): made unpinned, and remembered as pinned, so is_pinned() holds.
                 out = self._dispatch(func, types, args, {**kwargs, "pin_memory": False})
                 if isinstance(out, torch.Tensor):
-                    _remember(self._pinned, out)
+                    self._pinned.set(out)
                 return out
             if kwargs.get("pin_memory"):
                 kwargs = {**kwargs, "pin_memory": False}
         if self.paused:
             return func(*args, **kwargs)
         if name in PIN_OPS:
-            _remember(self._pinned, args[0])
+            self._pinned.set(args[0])
             return args[0]
         if func is aten.is_pinned.default:
             return self._is_pinned(args[0])
@@ -425,7 +420,7 @@ class Recorder(TorchDispatchMode):
         if _launches_nothing(func):
             return out
         if isinstance(out, torch.Tensor) and out.dtype is torch.bool and self._placeholder_true(name, args):
-            _remember(self._all_results, out)
+            self._all_results.set(out)
         inputs = flatten_tensors(args, kwargs)
         outputs = flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
         if not any(map(_on_gpu, outputs)) and not any(map(_on_gpu, inputs)):
@@ -551,20 +546,18 @@ class Recorder(TorchDispatchMode):
 
     def reads_true(self, t: torch.Tensor) -> bool:
         """Whether boolean tensor `t` reads True (an `all` result, a finiteness check, a negation)."""
-        ref = self._all_results.get(id(t))
-        return ref is not None and ref() is t
+        return self._all_results.get(t, False)
 
     def remember_true(self, t: torch.Tensor) -> None:
         """Make boolean tensor `t` read True."""
-        _remember(self._all_results, t)
+        self._all_results.set(t)
 
     def remember_pinned(self, t: torch.Tensor) -> None:
         """Take host tensor `t` as pinned (its copies to the GPU may then be asynchronous)."""
-        _remember(self._pinned, t)
+        self._pinned.set(t)
 
     def _is_pinned(self, t: torch.Tensor) -> bool:
-        ref = self._pinned.get(id(t))
-        return ref is not None and ref() is t
+        return self._pinned.get(t, False)
 
     def _item(self, t: torch.Tensor) -> object:
         constant = getattr(t, "constant", None)
@@ -607,12 +600,7 @@ class Recorder(TorchDispatchMode):
 
     def _data_dependent_sizes(self, t: object) -> frozenset[tuple[int, int]]:
         """The (size, call) pairs of `t`'s shape that a data-dependent op chose (none for anything else)."""
-        entry = self._data_dependent.get(id(t))
-        return entry[1] if entry is not None and entry[0]() is t else frozenset()
-
-    def _note_data_dependent(self, t: torch.Tensor, sizes: frozenset[tuple[int, int]]) -> None:
-        registry, key = self._data_dependent, id(t)
-        registry[key] = (weakref.ref(t, lambda _ref: registry.pop(key, None)), sizes)
+        return self._data_dependent.get(t, frozenset())
 
     def _mark_data_dependent(self, name: str, args: tuple, out: object) -> None:
         """Note the sizes a data-dependent op (`_select_all`) chose: the selected count of `nonzero`,
@@ -642,7 +630,7 @@ class Recorder(TorchDispatchMode):
             for t in outputs:
                 kept = frozenset((size, self._data_dependent_calls) for size in sizes.intersection(t.shape))
                 if kept:
-                    self._note_data_dependent(t, kept)
+                    self._data_dependent.set(t, kept)
 
     def _carry_data_dependent(self, args: tuple, kwargs: dict, out: object) -> None:
         """Outputs of an op with an input of data-dependent sizes keep those of the sizes their own
@@ -658,7 +646,7 @@ class Recorder(TorchDispatchMode):
                 shape = set(t.shape)
                 kept = frozenset(pair for pair in sizes if pair[0] in shape)
                 if kept:
-                    self._note_data_dependent(t, kept)
+                    self._data_dependent.set(t, kept)
 
     def _count_placeholder_read(self) -> None:
         """Stop a script that reads unknown values `PLACEHOLDER_READS_MAX` times within one iteration:

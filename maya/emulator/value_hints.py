@@ -43,6 +43,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
 from maya.emulator.attrs import flatten_tensors
+from maya.emulator.weak_ids import WeakIdMap
 
 aten = torch.ops.aten
 
@@ -142,7 +143,7 @@ class ValueHints:
     """Hints about fake tensors' values, keyed by tensor identity; an entry dies with its tensor."""
 
     def __init__(self) -> None:
-        self._hints: dict[int, tuple[weakref.ref, Hint]] = {}
+        self._hints = WeakIdMap()
         self._exact: dict[int, tuple[weakref.ref, torch.Tensor, int]] = {}
         """Fake tensors whose values are known, with a host copy of them and their storage: GPU
         copies of small host tensors (`torch.tensor([...], device="cuda")`), factories (`torch.ones`,
@@ -306,13 +307,10 @@ class ValueHints:
 
     def get(self, t: object) -> Hint | None:
         """The hint of tensor `t`, or None."""
-        entry = self._hints.get(id(t))
-        return entry[1] if entry is not None and entry[0]() is t else None
+        return self._hints.get(t)
 
     def set(self, t: torch.Tensor, hint: Hint) -> None:
-        key = id(t)
-        hints = self._hints
-        hints[key] = (weakref.ref(t, lambda _ref: hints.pop(key, None)), hint)
+        self._hints.set(t, hint)
 
     def observe(self, name: str, func, args: tuple, kwargs: dict, out: object) -> None:
         """Derive the hints of `out` from the op and its inputs' hints (called after every op)."""
