@@ -35,6 +35,10 @@ for cuBLAS's kernel lookup or cuDNN's plan, a key of the host profile's `new_sha
 "gemm_k", "gemm_float32", "conv", "conv_float32", "conv_backward", "cudnn_attention", ...;
 `maya.emulator.shape_caches`). Signature keys leave it out."""
 
+RUN_MARKS = (DATA_DEPENDENT_SHAPE, NEW_SHAPE)
+"""Top-level `attrs` keys that say how often an op's shape recurs, not what the op computes or how its
+kernel is chosen: signature keys leave them out (`maya.estimator.signature.canonical_attrs`)."""
+
 CUDNN_BENCHMARK_OPS = frozenset({"aten::convolution", "aten::convolution_backward"})
 """Ops whose algorithm `torch.backends.cudnn.benchmark` chooses (every 2-D/3-D convolution reaches
 cuDNN through these two)."""

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from maya.emulator.attrs import DATA_DEPENDENT_SHAPE, NEW_SHAPE
+from maya.emulator.attrs import RUN_MARKS
 from maya.estimator.families import TF32_FAMILIES, families_of
 from maya.estimator.tensor_columns import as_arrow, list_parts
 
@@ -50,7 +50,7 @@ def _blake(text: str) -> int:
 @functools.lru_cache(maxsize=65536)
 def canonical_attrs(attrs: str) -> str:
     """attrs JSON with sorted keys, devices reduced to their type, object addresses and the
-    `data_dependent_shape` and `new_shape` marks removed.
+    marks of how often its shape recurs (`RUN_MARKS`) removed.
 
     `cuda:0` and `cuda:3` run the same kernel, and a `$repr` such as `<object at 0x7f..>` differs
     per process, so neither may change the key; nor may the marks, which say how often the shape
@@ -71,8 +71,8 @@ def canonical_attrs(attrs: str) -> str:
     try:
         value = clean(json.loads(attrs))
         if isinstance(value, dict):
-            value.pop(DATA_DEPENDENT_SHAPE, None)
-            value.pop(NEW_SHAPE, None)
+            for mark in RUN_MARKS:
+                value.pop(mark, None)
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     except (json.JSONDecodeError, TypeError):
         return attrs
