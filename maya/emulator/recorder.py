@@ -126,6 +126,11 @@ def _launches_nothing(func: torch._ops.OpOverload) -> bool:
     return not mutates and not returns_tensor
 
 
+def _flat_outputs(out: object) -> list[torch.Tensor]:
+    """The tensors an op returned, in order (`flatten_tensors` of a tuple or list result, or of one value)."""
+    return flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
+
+
 def _tf32_permission(name: str) -> bool | None:
     if name in MATMUL_OPS:
         return torch.backends.cuda.matmul.allow_tf32
@@ -415,14 +420,16 @@ class Recorder(TorchDispatchMode):
                                     "(sparse: Embedding(sparse=True) gradients, torch.sparse), whose ops Maya does not "
                                     "emulate: use dense tensors (Embedding's default)")
         self.values.observe(name, func, args, kwargs, out)
+        inputs = outputs = None
         if self._data_dependent and not dynamic_shape:
-            self._carry_data_dependent(args, kwargs, out)
+            inputs, outputs = flatten_tensors(args, kwargs), _flat_outputs(out)
+            self._carry_data_dependent(inputs, outputs)
         if _launches_nothing(func):
             return out
         if isinstance(out, torch.Tensor) and out.dtype is torch.bool and self._placeholder_true(name, args):
             self._all_results.set(out)
-        inputs = flatten_tensors(args, kwargs)
-        outputs = flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
+        if inputs is None:
+            inputs, outputs = flatten_tensors(args, kwargs), _flat_outputs(out)
         if not any(map(_on_gpu, outputs)) and not any(map(_on_gpu, inputs)):
             return out
         state = self.state
@@ -616,8 +623,7 @@ class Recorder(TorchDispatchMode):
             counted = [args[1] if name == "aten::masked_select" else args[0]]
         if all(self.values.exact(t) is not None for t in counted):
             return
-        outputs = [t for t in flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {})
-                   if isinstance(t, torch.Tensor)]
+        outputs = _flat_outputs(out)
         if not outputs or not outputs[0].dim():
             return
         first = outputs[0]
@@ -632,17 +638,16 @@ class Recorder(TorchDispatchMode):
                 if kept:
                     self._data_dependent.set(t, kept)
 
-    def _carry_data_dependent(self, args: tuple, kwargs: dict, out: object) -> None:
+    def _carry_data_dependent(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
         """Outputs of an op with an input of data-dependent sizes keep those of the sizes their own
         shapes have (`x[token]`, an expert's GEMMs, their gradients); an op's in-place result keeps
         what it had (`out.index_add_(0, token, y)` leaves `out`'s fixed shape fixed)."""
-        inputs = flatten_tensors(args, kwargs)
         sizes = frozenset().union(*(self._data_dependent_sizes(t) for t in inputs))
         if not sizes:
             return
         seen = {id(t) for t in inputs}
-        for t in flatten_tensors(out if isinstance(out, (tuple, list)) else (out,), {}):
-            if isinstance(t, torch.Tensor) and id(t) not in seen:
+        for t in outputs:
+            if id(t) not in seen:
                 shape = set(t.shape)
                 kept = frozenset(pair for pair in sizes if pair[0] in shape)
                 if kept:
