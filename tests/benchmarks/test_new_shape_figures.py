@@ -15,12 +15,15 @@ _spec.loader.exec_module(figures)
 def test_shipped_figures_are_the_committed_probes_figures():
     probe = json.loads((figures.SESSION / "s34" / "new_shape_host.json").read_text())
     runs = [r for d in ("s34", "s34c") for r in json.loads((figures.SESSION / d / "moe_fixed_shapes.json").read_text())["runs"]]
+    backward_probe = json.loads(figures.BACKWARD_PROBE.read_text())
     shipped = json.loads(figures.HOST_FILE.read_text())
-    assert shipped["new_shape_us"] == figures.new_shape_us(probe)
+    assert shipped["new_shape_us"] == figures.new_shape_us(probe, backward_probe)
     assert shipped["data_dependent_new_share"] == figures.new_share(runs)
     # A bfloat16 GEMM's lookup costs far more than a float32 one's, a cuDNN attention plan most of all.
     us = shipped["new_shape_us"]
     assert us["gemm_float32"] < us["gemm_k"] < us["gemm"] < us["conv"] < us["cudnn_attention"]
+    # A backward builds its own plans (data and weight gradients for a convolution).
+    assert us["conv_backward"] > us["conv"] and us["cudnn_attention_backward"] > 0
 
 
 def test_new_sizes_count_each_size_once_over_the_process():
