@@ -13,8 +13,12 @@ those that measured the group with its current method (the RNN figures since a13
 checkpoint figures' method is unchanged since 84b24be). The CNN-layer extras (a convolution's and a
 training batch norm's host time beyond a one-launch op) were a third group until session 28; they
 moved 0-86 us between leases and now come from profiled CNN steps (`benchmarks/cnn_host_extra.py`).
-Only the standard library and the project are
-needed.
+Profiles from session 35 on (`benchmarks/gpu/session35`, `host_phase_h200/lease_n`) measure
+`autograd_backward_op_us` without the engine's fixed cost per call and without gradient
+accumulation (`maya.estimator.host_overhead.backward_costs_us`; the old figure read 1.8x the new in
+the same process, `benchmarks/gpu/session35/*/backward_host.json`), and their checkpoint figures are
+net of that figure: they are not this script's speed reference's kind and are in no group.
+Only the standard library and the project are needed.
 """
 
 from __future__ import annotations

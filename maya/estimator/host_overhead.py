@@ -26,6 +26,10 @@ TINY_FEATURES = 16
 MODULE_DEPTH = 8
 """Linear+ReLU blocks in the tiny module stack."""
 
+BACKWARD_LONG_DEPTH = 64
+"""Linear+ReLU blocks of the longer stack whose backward, against MODULE_DEPTH's, gives the per-op
+backward cost apart from the engine's fixed cost per call."""
+
 RNN_STEPS = 256
 """Time steps of the tiny LSTM whose host time per step is measured (`rnn_cell_*_us`)."""
 
@@ -36,8 +40,12 @@ METHOD = (
     "Python; functional_linear_us = F.linear on [1, 16] x [16, 16]; module_forward_op_us = "
     "forward of a stack of nn.Linear(16, 16)+ReLU modules under torch.no_grad(), per op; "
     "module_forward_grad_op_us = the same forward with grad enabled (the autograd graph recorded), "
-    "per op; autograd_backward_op_us = "
-    "loss.backward() of that stack, per backward op; optimizer_foreach_per_tensor_us and "
+    "per op; autograd_backward_op_us and autograd_backward_call_us = "
+    "slope and intercept of the host time of loss.backward() of that stack (8 blocks) and of a "
+    "64-block one against their backward ops, each the fastest of 3 chains of (forward + backward) "
+    "less the fastest of 3 of the forward, the parameters' gradients set to None before each call "
+    "(before 2026-12-06 the figure was one 8-block chain whose gradients accumulated from call to "
+    "call, an add kernel per parameter that its op count did not include, and held the fixed cost); optimizer_foreach_per_tensor_us and "
     "optimizer_step_fixed_us = slope and intercept of Adam(foreach=True).step() time against the "
     "number of parameter tensors; checkpoint_region_us and checkpoint_per_op_us = fixed and "
     "per-recomputed-op extra host time of a torch.utils.checkpoint.checkpoint(use_reentrant=False) "
@@ -105,27 +113,17 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     bias = torch.randn(TINY_FEATURES, device=device)
     record("functional_linear_us", lambda: torch.nn.functional.linear(inp, weight, bias), iterations)
 
-    layers = []
-    for _ in range(MODULE_DEPTH):
-        layers += [torch.nn.Linear(TINY_FEATURES, TINY_FEATURES), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers).to(device)
+    model = _linear_relu_stack(MODULE_DEPTH, device)
     with torch.no_grad():
         record("module_forward_op_us", lambda: model(inp), iterations // MODULE_DEPTH)
     # The same forward as training runs it, recording the autograd graph (measured, not yet charged:
     # `host_cost` scales the no-grad figure by the in-situ factor instead).
     record("module_forward_grad_op_us", lambda: model(inp), iterations // MODULE_DEPTH)
 
-    def backward_only() -> None:
-        model(inp).sum().backward()
-
-    # Backward cost = (forward + backward) - forward, per backward op.
-    forward_ops = _count_ops(lambda: model(inp).sum())
-    total_ops = _count_ops(backward_only)
     n = max(iterations // MODULE_DEPTH, 10)
-    fwd_wall = _time_chain(lambda: model(inp).sum(), n, sync)
-    both_wall = _time_chain(backward_only, n, sync)
-    backward_ops = max(total_ops - forward_ops, 1)
-    per_op_us["autograd_backward_op_us"] = (both_wall - fwd_wall) * 1e6 / (n * backward_ops)
+    call_us, op_us, backward_ops = backward_costs_us(device, n, sync)
+    per_op_us["autograd_backward_op_us"] = op_us
+    per_op_us["autograd_backward_call_us"] = call_us
     kernel_ops["autograd_backward_op_us"] = backward_ops
 
     fixed, per_op = _checkpoint_costs_us(device, n, sync, per_op_us["autograd_backward_op_us"])
@@ -167,6 +165,48 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
         "device": str(device),
         "iterations": iterations,
     }
+
+
+def _linear_relu_stack(depth: int, device: torch.device) -> torch.nn.Sequential:
+    layers = []
+    for _ in range(depth):
+        layers += [torch.nn.Linear(TINY_FEATURES, TINY_FEATURES), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers).to(device)
+
+
+def backward_costs_us(device: torch.device, n: int, sync: Callable[[], None]) -> tuple[float, float, int]:
+    """(fixed per loss.backward() call, per backward op, backward ops of the MODULE_DEPTH stack) host
+    microseconds of the autograd engine running a Linear+ReLU stack's backward.
+
+    Each timed call starts with the parameters' gradients unset, as a training step after
+    `zero_grad(set_to_none=True)` does, and the ops are counted in that state: with gradients kept
+    from the call before, every parameter's AccumulateGrad would add into its gradient, a kernel per
+    parameter that the count of a first call does not see. Backward time is (forward + backward) -
+    forward, each the fastest of 3 chains (a busy CPU's interruptions only add time); a line through
+    stacks of MODULE_DEPTH and BACKWARD_LONG_DEPTH blocks separates the per-op share, which a model's
+    hundreds of backward ops pay, from the engine's fixed cost per call.
+    """
+    inp = torch.randn(1, TINY_FEATURES, device=device)
+    points = []
+    for depth in (MODULE_DEPTH, BACKWARD_LONG_DEPTH):
+        model = _linear_relu_stack(depth, device)
+        params = list(model.parameters())
+
+        def forward(backward: bool) -> None:
+            for p in params:
+                p.grad = None
+            loss = model(inp).sum()
+            if backward:
+                loss.backward()
+
+        ops = _count_ops(lambda: forward(True)) - _count_ops(lambda: forward(False))
+        chains = max(n * MODULE_DEPTH // depth, 10)
+        both = min(_time_chain(lambda: forward(True), chains, sync) for _ in range(3))
+        fwd = min(_time_chain(lambda: forward(False), chains, sync) for _ in range(3))
+        points.append((ops, (both - fwd) * 1e6 / chains))
+    (ops_a, us_a), (ops_b, us_b) = points
+    per_op = (us_b - us_a) / (ops_b - ops_a)
+    return us_a - per_op * ops_a, per_op, ops_a
 
 
 class _AttentionBlock(torch.nn.Module):

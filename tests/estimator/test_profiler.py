@@ -12,7 +12,7 @@ import torch
 
 from maya.emulator.op_cost import op_cost
 from maya.estimator.families import family_of
-from maya.estimator.host_overhead import measure_host_overhead
+from maya.estimator.host_overhead import _linear_relu_stack, _time_chain, backward_costs_us, measure_host_overhead
 from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, grid, make_case
 from maya.estimator.profiler import PROFILE_SCHEMA, main, read_trace_signatures, run_profile
 from maya.estimator.replay import TensorSpec, build_replay
@@ -183,11 +183,36 @@ def test_host_overhead_on_cpu():
     assert per_op["rnn_cell_forward_us"] > 0 and per_op["rnn_cell_backward_us"] > 0
     assert result["kernel_ops"]["module_forward_op_us"] == 16  # 8 x (addmm, relu)
     assert result["kernel_ops"]["module_forward_grad_op_us"] == 16 and per_op["module_forward_grad_op_us"] > 0
+    # 8 x (mm, mm, sum, threshold_backward) - the first layer's input gradient + the loss's ones_like:
+    # counted with the gradients unset, as every timed call starts; no AccumulateGrad adds.
+    assert result["kernel_ops"]["autograd_backward_op_us"] == 32
+    assert per_op["autograd_backward_op_us"] > 0 and "autograd_backward_call_us" in per_op
     assert "module_forward_grad_op_us" in result["method"]
     for layer in ("conv", "batch_norm"):
         for phase in ("forward", "backward"):
             assert 0 <= per_op[f"{layer}_{phase}_extra_us"] < 1e5
     assert "method" in result and "conv_forward_extra_us" in result["method"]
+
+
+def test_backward_cost_is_per_op_apart_from_the_call():
+    """The per-op figure is the slope over two stack depths and the fixed cost its intercept: together
+    they give back the time of a 16-block stack's backward, which neither was fitted on."""
+    call_us, op_us, ops = backward_costs_us(torch.device("cpu"), 100, lambda: None)
+    assert ops == 32 and op_us > 0
+    model = _linear_relu_stack(16, torch.device("cpu"))
+    params, inp = list(model.parameters()), torch.randn(1, 16)
+
+    def step(backward):
+        for p in params:
+            p.grad = None
+        loss = model(inp).sum()
+        if backward:
+            loss.backward()
+
+    both = min(_time_chain(lambda: step(True), 50, lambda: None) for _ in range(3))
+    fwd = min(_time_chain(lambda: step(False), 50, lambda: None) for _ in range(3))
+    measured_us = (both - fwd) * 1e6 / 50
+    assert measured_us == pytest.approx(call_us + 64 * op_us, rel=0.3)
 
 
 def test_cli_quick_run_writes_host_overhead(tmp_path):
