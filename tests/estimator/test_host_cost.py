@@ -187,13 +187,14 @@ def test_a_new_shape_pays_the_lookup_or_plan_and_a_routed_one_its_measured_share
     share = _host_overhead_file("h200")["data_dependent_new_share"]
     marks = [{"new_shape": "gemm"}, {"new_shape": "gemm", "data_dependent_shape": True},
              {"new_shape": "gemm_k", "data_dependent_shape": True}, {"data_dependent_shape": True},
-             {"new_shape": "cudnn_attention"}, {"new_shape": "conv_backward"}, {}]
+             {"new_shape": "cudnn_attention"}, {"new_shape": "conv_backward"}, {},
+             {"new_shape": "conv_backward_float32"}]
     rows = pd.DataFrame(
         {
             "kind": ["kernel"] * len(marks),
             "phase": ["other"] * len(marks),
             "op": ["aten::mm", "aten::mm", "aten::mm", "aten::mm", "aten::_scaled_dot_product_flash_attention",
-                   "aten::convolution_backward", "aten::mm"],
+                   "aten::convolution_backward", "aten::mm", "aten::convolution_backward"],
             "input_shapes": [[[2, 2], [2, 2]]] * len(marks),
             "attrs": [json.dumps({"args": [], **m}) for m in marks],
         }
@@ -209,5 +210,7 @@ def test_a_new_shape_pays_the_lookup_or_plan_and_a_routed_one_its_measured_share
     assert host[2] == pytest.approx(share * figures["gemm_k"])
     assert host[3] == pytest.approx(0.0)  # routed but met before in the process: a cached lookup
     assert host[4] == pytest.approx(figures["cudnn_attention"])  # the mark names the figure
-    assert host[5] == pytest.approx(backward_conv)  # never measured: no new-shape figure
+    assert host[5] == pytest.approx(backward_conv + figures["conv_backward"])  # session 35's backward plans
     assert host[6] == pytest.approx(0.0)
+    assert "conv_backward_float32" not in figures
+    assert host[7] == pytest.approx(backward_conv)  # never measured: no new-shape figure
