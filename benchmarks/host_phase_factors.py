@@ -134,7 +134,11 @@ def main() -> None:
         header = ["# Host issue time per phase: real H200 steps against Maya's host model", "",
                   "- Made by `python benchmarks/host_phase_factors.py --out " + str(args.out) + "` from "
                   "`benchmarks/gpu/host_phase_h200/` (commands in its COMMANDS.md); model figures are each lease's own "
-                  "microbenchmarks (the CNN-layer extras: the shipped in-situ ones), without the in-situ factor.", ""]
+                  "microbenchmarks (the CNN-layer extras: the shipped in-situ ones), without the in-situ factor.",
+                  "- Backward microbenchmark: lease_n (session 35) and later by the current method (gradients unset "
+                  "before each call, the engine's fixed cost per call apart: "
+                  "`maya.estimator.host_overhead.backward_costs_us`); the earlier leases by the method before it, "
+                  "which read a median 1.79x the current one in one process (benchmarks/gpu/session35).", ""]
         args.out.write_text("\n".join(header + lines) + "\n")
     if args.write:
         data = json.loads(HOST_FILE.read_text())
