@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 35's second lease, one GPU: the host microbenchmarks (current backward method) before and
+# after, the backward probe, the per-phase host time of seven calibration workloads, and the ground
+# truth of the six host-bound calibration workloads. Everything goes to /tmp/s35o and comes back as
+# one tarball (the device tool returns only a few files per call). From the repository root:
+#   bash benchmarks/gpu/session35/call2.sh $OUT
+set -u
+OUTDIR=${1:?OUT}
+DIR=/tmp/s35o
+. benchmarks/gpu/device_call_start.sh
+{ nproc; lscpu | grep 'Model name'; } > "$DIR/machine.txt"
+timeout 60 python3 -m maya.estimator.profiler --out "$DIR/host" --families host > "$DIR/host.log" 2>&1; echo "host rc=$?"
+timeout 60 python3 benchmarks/gpu/backward_host_probe.py --out "$DIR" --repeats 3 > "$DIR/backward_host.log" 2>&1; echo "backward rc=$?"
+timeout 200 python3 benchmarks/gpu/host_phase_probe.py --out "$DIR/host_phase" mlp_tiny_adamw dlrm_fp32 moe_top2_bf16 \
+  hf_llama_bf16 gpt2_124m_ddp1 vit_base_bf16 torch_transformer_bf16 > "$DIR/host_phase.log" 2>&1; echo "host_phase rc=$?"
+timeout 150 python3 benchmarks/validation/measure_ground_truth.py --out "$DIR/ground_truth.json" --only dlrm_fp32 \
+  mlp_tiny_adamw moe_top2_bf16 mobilenet_v2_bf16_channels_last resnet50_bf16_channels_last_160 hf_llama_bf16 \
+  > "$DIR/ground_truth.log" 2>&1; echo "ground truth rc=$?"
+timeout 60 python3 -m maya.estimator.profiler --out "$DIR/host_after" --families host > "$DIR/host_after.log" 2>&1; echo "host after rc=$?"
+date -u +%FT%TZ >> "$DIR/env.txt"
+cat "$DIR/env.txt"; tail -3 "$DIR/ground_truth.log"
+tar czf "$OUTDIR/s35o.tgz" -C /tmp s35o
