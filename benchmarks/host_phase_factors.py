@@ -1,6 +1,7 @@
 """How Maya's host-time model compares with real models' host issue time, per phase, on real GPU leases.
 
     python benchmarks/host_phase_factors.py [--write] [--out benchmarks/results/host_phase_factors_h200.md]
+    python benchmarks/host_phase_factors.py --lease benchmarks/gpu/session35/s35o_h100
 
 Reads benchmarks/gpu/host_phase_h200/<lease>/: per calibration workload, the host time a real step
 spends issuing its forward, backward and optimizer step (benchmarks/gpu/host_phase_probe.py), and
@@ -13,7 +14,10 @@ Only steps where the host, not the GPU, set the pace say anything about host cos
 step the host blocks on a full launch queue, and its issue time is the GPU's): a workload counts on a
 lease when its profiled kernel time (`kernel_busy_ms`, benchmarks/gpu/op_times_h200) is under 80% of
 the step measured on that lease, and it does not checkpoint activations (checkpoint regions have their
-own figures). Held-out workloads are refused. The forward factor is the median over workloads of
+own figures). Held-out workloads are refused. `--lease DIR` reads those lease directories instead
+(also in a device call's layout: `host*/host_overhead.json` and `host_phase/NAME.json.gz`), for
+example another GPU's lease; its host-bound column still compares with the H200's kernel time, and
+`--write` is refused with it. The forward factor is the median over workloads of
 each workload's median ratio over leases; `--write` stores it as `forward_in_situ_factor` in
 maya/estimator/data/h200/host_overhead.json (`maya.estimator.host_cost.host_costs_us` multiplies a
 forward launch's `module_forward_op_us` by it).
@@ -49,8 +53,14 @@ microbenchmarks: the model of every lease keeps the shipped ones."""
 
 def lease_figures(lease: Path) -> dict[str, float]:
     """The lease's microbenchmark figures, averaged over its runs, less `IN_SITU_FIGURES`."""
-    runs = [json.loads(p.read_text())["per_op_us"] for p in sorted(lease.glob("host_overhead*.json"))]
+    files = sorted(lease.glob("host_overhead*.json")) or sorted(lease.glob("host*/host_overhead.json"))
+    runs = [json.loads(p.read_text())["per_op_us"] for p in files]
     return {k: statistics.fmean(run[k] for run in runs) for k in runs[0] if k not in IN_SITU_FIGURES}
+
+
+def probe_files(lease: Path) -> list[Path]:
+    """The lease's host_phase_probe.py outputs (NAME.json.gz), beside its host profiles or in host_phase/."""
+    return sorted(lease.glob("*.json.gz")) or sorted(lease.glob("host_phase/*.json.gz"))
 
 
 def measured_phases(probe: dict) -> dict[str, float]:
@@ -93,7 +103,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help="store the forward factor in host_overhead.json")
     p.add_argument("--out", type=Path, help="also write the printed table and factor to this markdown file")
+    p.add_argument("--lease", type=Path, action="append", help="read this lease directory instead of the H200 ones")
     args = p.parse_args()
+    if args.lease and args.write:
+        p.error("--write sets the H200 factor from the H200 leases: not with --lease")
     lines: list[str] = []
 
     def emit(line: str = "") -> None:
@@ -102,8 +115,8 @@ def main() -> None:
 
     held_out = {w.name for w in WORKLOADS if w.held_out}
     # The leases the probe ran on (lease_d onwards measured the ground truth alone, no microbenchmarks).
-    leases = sorted(d for d in DATA.iterdir() if d.is_dir() and any(d.glob("host_overhead*.json")))
-    names = sorted({f.name.split(".")[0] for lease in leases for f in lease.glob("*.json.gz")} & {w.name for w in WORKLOADS})
+    leases = args.lease or sorted(d for d in DATA.iterdir() if d.is_dir() and any(d.glob("host_overhead*.json")))
+    names = sorted({f.name.split(".")[0] for lease in leases for f in probe_files(lease)} & {w.name for w in WORKLOADS})
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         traces = {n: emulated_trace(n, Path(tmp)) for n in names if n not in held_out}
@@ -112,8 +125,8 @@ def main() -> None:
         for lease in leases:
             figures = lease_figures(lease)
             for name, trace in traces.items():
-                path = lease / f"{name}.json.gz"  # host_phase_probe.py's output, gzipped
-                if not path.exists():
+                path = next((f for f in probe_files(lease) if f.name == f"{name}.json.gz"), None)
+                if path is None:
                     continue
                 measured = measured_phases(json.loads(gzip.decompress(path.read_bytes())))
                 model = modelled_phases(trace, figures)
