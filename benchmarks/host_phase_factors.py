@@ -144,9 +144,11 @@ def main() -> None:
     shipped = json.loads(HOST_FILE.read_text()).get("forward_in_situ_factor")
     emit(f"- forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads); shipped: {shipped}")
     if args.out:
-        header = ["# Host issue time per phase: real H200 steps against Maya's host model", "",
-                  "- Made by `python benchmarks/host_phase_factors.py --out " + str(args.out) + "` from "
-                  "`benchmarks/gpu/host_phase_h200/` (commands in its COMMANDS.md); model figures are each lease's own "
+        leases_arg = "".join(f" --lease {d}" for d in args.lease or [])
+        source = ", ".join(f"`{d}`" for d in args.lease) if args.lease else "`benchmarks/gpu/host_phase_h200/`"
+        header = ["# Host issue time per phase: real GPU steps against Maya's host model", "",
+                  f"- Made by `python benchmarks/host_phase_factors.py{leases_arg} --out {args.out}` from "
+                  f"{source} (commands in its COMMANDS.md); model figures are each lease's own "
                   "microbenchmarks (the CNN-layer extras: the shipped in-situ ones), without the in-situ factor.",
                   "- Backward microbenchmark: lease_n (session 35) and later by the current method (gradients unset "
                   "before each call, the engine's fixed cost per call apart: "

@@ -1,0 +1,44 @@
+"""benchmarks/host_phase_factors.py: a lease directory in either layout gives its profiles and probes."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+_spec = importlib.util.spec_from_file_location("host_phase_factors", ROOT / "benchmarks" / "host_phase_factors.py")
+factors = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(factors)
+
+
+def _profile(path: Path, backward: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"per_op_us": {"aten_op_us": 7.0, "autograd_backward_op_us": backward,
+                                              "conv_forward_extra_us": 99.0}}))
+
+
+@pytest.mark.parametrize("layout", ["host_phase_h200", "device_call"])
+def test_lease_profiles_are_averaged_and_probes_found_in_either_layout(tmp_path, layout):
+    if layout == "host_phase_h200":  # benchmarks/gpu/host_phase_h200/<lease>/
+        _profile(tmp_path / "host_overhead_run1.json", 20.0)
+        _profile(tmp_path / "host_overhead_run2.json", 30.0)
+        (tmp_path / "mlp_tiny_adamw.json.gz").write_bytes(b"")
+    else:  # a device call's output: host*/host_overhead.json and host_phase/NAME.json.gz
+        _profile(tmp_path / "host" / "host_overhead.json", 20.0)
+        _profile(tmp_path / "host_after" / "host_overhead.json", 30.0)
+        (tmp_path / "host_phase").mkdir()
+        (tmp_path / "host_phase" / "mlp_tiny_adamw.json.gz").write_bytes(b"")
+    figures = factors.lease_figures(tmp_path)
+    # The two runs' mean; the CNN-layer extras are the shipped in-situ ones, not the lease's.
+    assert figures == {"aten_op_us": 7.0, "autograd_backward_op_us": 25.0}
+    assert [p.name for p in factors.probe_files(tmp_path)] == ["mlp_tiny_adamw.json.gz"]
+
+
+def test_write_is_refused_with_another_lease(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["host_phase_factors.py", "--write", "--lease", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        factors.main()
+    assert "not with --lease" in capsys.readouterr().err
