@@ -57,6 +57,24 @@ GROUPS: dict[tuple[str, ...], tuple[Path, ...]] = {
 """Figure names -> the `maya profile --families host` outputs (one per lease and run) that measured
 them with the current method."""
 
+CURRENT_BACKWARD: dict[str, tuple[Path, ...]] = {
+    "lease_n (H200)": (_PHASE / "lease_n" / "host_overhead_run1.json", _PHASE / "lease_n" / "host_overhead_run2.json"),
+    "s35o (H100)": (GPU / "session35" / "s35o_h100" / "host" / "host_overhead.json",
+                    GPU / "session35" / "s35o_h100" / "host_after" / "host_overhead.json"),
+}
+"""Leases whose host profiles measured `autograd_backward_op_us` by the current method (session 35 on):
+printed at the shipped machine's speed beside the shipped figure (the old method's, not rescaled)."""
+
+BACKWARD_SPEED_FIGURES = ("module_forward_op_us", "aten_op_us")
+"""Figures measured the same way before and after session 35, by which those leases' backward figure
+is put at the shipped machine's speed (each lease's mean over its runs)."""
+
+
+def current_backward_at_shipped_speed(shipped: dict[str, float], runs: list[dict[str, float]]) -> dict[str, float]:
+    """Speed figure -> the runs' mean `autograd_backward_op_us` times shipped / their mean speed figure."""
+    mean = lambda key: statistics.fmean(run[key] for run in runs)  # noqa: E731
+    return {key: mean(SPEED_FIGURE) * shipped[key] / mean(key) for key in BACKWARD_SPEED_FIGURES}
+
 
 def scaled(shipped: dict[str, float], lease: dict[str, float], keys: tuple[str, ...]) -> dict[str, float]:
     """One lease's `keys` at the shipped machine's host speed."""
@@ -114,6 +132,12 @@ def main() -> None:
         if args.write:
             shipped.update(figures)
             data["notes"] = with_note(data["notes"], keys, figures, sources)
+    print(f"\n{SPEED_FIGURE} by the current method at the shipped machine's speed (shipped: {shipped[SPEED_FIGURE]:.2f} us, "
+          "the old method's)")
+    for lease, sources in CURRENT_BACKWARD.items():
+        runs = [json.loads(path.read_text())["per_op_us"] for path in sources]
+        at = current_backward_at_shipped_speed(shipped, runs)
+        print(f"- {lease}: " + ", ".join(f"{v:.1f} us scaled by {k}" for k, v in at.items()))
     if args.write:
         HOST_FILE.write_text(json.dumps(data, indent=2) + "\n")
         print(f"\nwrote {HOST_FILE.relative_to(ROOT)}")

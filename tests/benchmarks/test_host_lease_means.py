@@ -41,3 +41,13 @@ def test_the_shipped_figures_are_what_the_committed_command_writes():
         assert {key: data["per_op_us"][key] for key in keys} == pytest.approx(expected, abs=1e-9)
         assert data["notes"].count(means.names(keys)) == 1
     assert data["notes"].count("host_lease_means.py --write") == len(means.GROUPS)
+
+
+def test_a_current_method_backward_figure_is_put_at_the_shipped_speed_by_each_speed_figure():
+    shipped = {"module_forward_op_us": 18.0, "aten_op_us": 9.0}
+    runs = [{"autograd_backward_op_us": 16.0, "module_forward_op_us": 10.0, "aten_op_us": 6.0},
+            {"autograd_backward_op_us": 24.0, "module_forward_op_us": 14.0, "aten_op_us": 6.0}]
+    # The runs' means: backward 20, forward 12 (shipped 1.5x slower), aten 6 (1.5x).
+    assert means.current_backward_at_shipped_speed(shipped, runs) == pytest.approx(
+        {"module_forward_op_us": 30.0, "aten_op_us": 30.0})
+    assert all(path.exists() for sources in means.CURRENT_BACKWARD.values() for path in sources)
