@@ -174,6 +174,22 @@ def _linear_relu_stack(depth: int, device: torch.device) -> torch.nn.Sequential:
     return torch.nn.Sequential(*layers).to(device)
 
 
+def _training_step(model: torch.nn.Module, inp: torch.Tensor, *, backward: bool) -> Callable[[], None]:
+    """A step of `model` on `inp` that unsets the parameters' gradients first, as
+    `zero_grad(set_to_none=True)` leaves them, then runs the forward and the loss, and the backward
+    if `backward`: every call issues the same ops."""
+    params = list(model.parameters())
+
+    def step() -> None:
+        for p in params:
+            p.grad = None
+        loss = model(inp).sum()
+        if backward:
+            loss.backward()
+
+    return step
+
+
 def backward_costs_us(device: torch.device, n: int, sync: Callable[[], None]) -> tuple[float, float, int]:
     """(fixed per loss.backward() call, per backward op, backward ops of the MODULE_DEPTH stack) host
     microseconds of the autograd engine running a Linear+ReLU stack's backward.
@@ -190,20 +206,12 @@ def backward_costs_us(device: torch.device, n: int, sync: Callable[[], None]) ->
     points = []
     for depth in (MODULE_DEPTH, BACKWARD_LONG_DEPTH):
         model = _linear_relu_stack(depth, device)
-        params = list(model.parameters())
-
-        def forward(backward: bool) -> None:
-            for p in params:
-                p.grad = None
-            loss = model(inp).sum()
-            if backward:
-                loss.backward()
-
-        ops = _count_ops(lambda: forward(True)) - _count_ops(lambda: forward(False))
+        both, fwd = _training_step(model, inp, backward=True), _training_step(model, inp, backward=False)
+        ops = _count_ops(both) - _count_ops(fwd)
         chains = max(n * MODULE_DEPTH // depth, 10)
-        both = min(_time_chain(lambda: forward(True), chains, sync) for _ in range(3))
-        fwd = min(_time_chain(lambda: forward(False), chains, sync) for _ in range(3))
-        points.append((ops, (both - fwd) * 1e6 / chains))
+        both_s = min(_time_chain(both, chains, sync) for _ in range(3))
+        fwd_s = min(_time_chain(fwd, chains, sync) for _ in range(3))
+        points.append((ops, (both_s - fwd_s) * 1e6 / chains))
     (ops_a, us_a), (ops_b, us_b) = points
     per_op = (us_b - us_a) / (ops_b - ops_a)
     return us_a - per_op * ops_a, per_op, ops_a
