@@ -5,7 +5,9 @@ workload starts with a fresh CUDA context and caching allocator. The script's la
 {json}` line gives its per-step times (ms, from CUDA events) and peak memory (bytes); this driver
 adds the return code, wall time and, on failure, the tail of stderr. A failing or timed-out workload
 is recorded and the run goes on. The output JSON is rewritten after every workload, so an
-interrupted run keeps what it measured. Only the standard library and torch are imported.
+interrupted run keeps what it measured; a run stopped by SIGTERM (`timeout`) stops the workload
+running, then still records the environment, with `stopped_by`, and exits non-zero. Only the
+standard library and torch are imported.
 
 Launch on the GPU machine, from the repository root (about 5 minutes on an H200):
 
@@ -23,6 +25,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -164,6 +167,15 @@ def format_table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+class Stopped(Exception):
+    """The run received SIGTERM: raised in the main thread, where `subprocess.run` kills the running
+    workload before passing it on."""
+
+
+def _raise_stopped(signum, frame) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="+", metavar="NAME", help="run only these suite entries")
@@ -183,17 +195,29 @@ def main(argv=None) -> int:
 
     payload = {"environment": None, "workloads": []}
     suite_start_s = time.monotonic()
-    for i, workload in enumerate(workloads):
-        print(f"[{i + 1}/{len(workloads)}] {workload.name}: {workload.script} {' '.join(workload.argv)}", flush=True)
-        record = run_workload(workload, args.timeout_s)
-        status = f"{record['median_step_ms']:.2f} ms/step" if record["ok"] else f"FAILED ({record['error']})"
-        print(f"    {status}, {record['wall_s']:.1f} s wall", flush=True)
-        payload["workloads"].append(record)
-        write_json(args.out, payload)
+    stopped_by = None
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        for i, workload in enumerate(workloads):
+            print(f"[{i + 1}/{len(workloads)}] {workload.name}: {workload.script} {' '.join(workload.argv)}", flush=True)
+            record = run_workload(workload, args.timeout_s)
+            status = f"{record['median_step_ms']:.2f} ms/step" if record["ok"] else f"FAILED ({record['error']})"
+            print(f"    {status}, {record['wall_s']:.1f} s wall", flush=True)
+            payload["workloads"].append(record)
+            write_json(args.out, payload)
+    except Stopped as e:
+        stopped_by = str(e)
+        print(f"\nstopped by {stopped_by} after {len(payload['workloads'])} of {len(workloads)} workloads", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     # Query the GPU only after the workloads, so that this process's CUDA context never shares the GPU with them.
     payload["environment"] = describe_environment()
     payload["environment"]["suite_wall_s"] = round(time.monotonic() - suite_start_s, 1)
+    if stopped_by:
+        payload["environment"]["stopped_by"] = stopped_by
     write_json(args.out, payload)
+    if stopped_by:
+        return 128 + signal.SIGTERM
 
     print()
     print(format_table(payload["workloads"]))

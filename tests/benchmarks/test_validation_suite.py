@@ -2,8 +2,11 @@
 
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -178,3 +181,35 @@ def test_main_writes_json_for_a_subset(tmp_path, monkeypatch):
         assert key in payload["environment"]
     with pytest.raises(SystemExit):
         measure_ground_truth.main(["--only", "no_such_workload", "--out", str(out)])
+
+
+def test_a_run_stopped_by_sigterm_kills_its_workload_and_keeps_the_environment(tmp_path):
+    """`timeout` stops a long run with SIGTERM: the workload running is killed, what was measured is
+    kept, and the environment is still written (with `stopped_by`), where it used to stay null."""
+    quick, hang, started = tmp_path / "quick.py", tmp_path / "hang.py", tmp_path / "hang.pid"
+    quick.write_text("print('MAYA_RESULT {\"step_ms\": [1.0], \"median_step_ms\": 1.0, "
+                     "\"max_memory_allocated\": 0, \"max_memory_reserved\": 0}')\n")
+    hang.write_text(f"import os, time\nopen({str(started)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n")
+    out = tmp_path / "gt.json"
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(VALIDATION_DIR)!r})\n"
+        "import measure_ground_truth as m\n"
+        "from suite import Workload\n"
+        f"m.WORKLOADS = [Workload(name='quick', script={str(quick)!r}), Workload(name='hang', script={str(hang)!r})]\n"
+        f"sys.exit(m.main(['--out', {str(out)!r}, '--timeout-s', '100']))\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(driver)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not started.exists() or not started.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None, "the hanging workload never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, output
+    payload = json.loads(out.read_text())
+    assert [w["name"] for w in payload["workloads"]] == ["quick"]
+    assert payload["environment"]["stopped_by"] == "SIGTERM" and payload["environment"]["torch_version"]
+    with pytest.raises(ProcessLookupError):  # the workload was killed with the run
+        os.kill(int(started.read_text()), 0)
