@@ -70,6 +70,17 @@ BACKWARD_SPEED_FIGURES = ("module_forward_op_us", "aten_op_us")
 is put at the shipped machine's speed (each lease's mean over its runs)."""
 
 
+SPEED_RANK_FIGURES = ("aten_op_us", "module_forward_op_us", "autograd_backward_op_us")
+"""Figures whose shipped value is ranked among the leases' (the checkpoint group's profiles: every H200
+lease profile measured by the backward method before session 35)."""
+
+
+def shipped_rank(shipped: dict[str, float], leases: list[dict[str, float]], key: str) -> tuple[int, float]:
+    """(1 + how many leases read `key` faster than the shipped machine, the leases' median)."""
+    values = [lease[key] for lease in leases]
+    return 1 + sum(v < shipped[key] for v in values), statistics.median(values)
+
+
 def current_backward_at_shipped_speed(shipped: dict[str, float], runs: list[dict[str, float]]) -> dict[str, float]:
     """Speed figure -> the runs' mean `autograd_backward_op_us` times shipped / their mean speed figure."""
     mean = lambda key: statistics.fmean(run[key] for run in runs)  # noqa: E731
@@ -132,6 +143,12 @@ def main() -> None:
         if args.write:
             shipped.update(figures)
             data["notes"] = with_note(data["notes"], keys, figures, sources)
+    profiles = GROUPS[("checkpoint_region_us", "checkpoint_per_op_us")]
+    leases = [json.loads(path.read_text())["per_op_us"] for path in profiles]
+    print(f"\nThe shipped figures among the {len(leases)} H200 lease profiles of the checkpoint group (1 = fastest)")
+    for key in SPEED_RANK_FIGURES:
+        rank, median = shipped_rank(shipped, leases, key)
+        print(f"- {key}: shipped {shipped[key]:.2f} us, rank {rank} of {len(leases) + 1}, the leases' median {median:.2f} us")
     print(f"\n{SPEED_FIGURE} by the current method at the shipped machine's speed (shipped: {shipped[SPEED_FIGURE]:.2f} us, "
           "the old method's)")
     for lease, sources in CURRENT_BACKWARD.items():

@@ -51,3 +51,9 @@ def test_a_current_method_backward_figure_is_put_at_the_shipped_speed_by_each_sp
     assert means.current_backward_at_shipped_speed(shipped, runs) == pytest.approx(
         {"module_forward_op_us": 30.0, "aten_op_us": 30.0})
     assert all(path.exists() for sources in means.CURRENT_BACKWARD.values() for path in sources)
+
+
+def test_the_shipped_figure_is_ranked_among_the_leases_fastest_first():
+    leases = [{"aten_op_us": v} for v in (5.0, 7.0, 9.0, 11.0)]
+    assert means.shipped_rank({"aten_op_us": 8.0}, leases, "aten_op_us") == (3, 8.0)  # two leases faster
+    assert means.shipped_rank({"aten_op_us": 4.0}, leases, "aten_op_us") == (1, 8.0)
