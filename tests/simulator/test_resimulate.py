@@ -118,7 +118,9 @@ def test_host_profile_of_the_users_machine_replaces_the_shipped_host_figures(gpt
     slower = read_host_profile(profile)
     default = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "a.json")
     slow = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "b.json", host_profile=profile)
-    assert slow.median_iteration_ms > 1.2 * default.median_iteration_ms
+    # The steady (second) iteration: the first also pays cuDNN's and cuBLAS's first-shape costs, which are
+    # not per-op host figures and would dilute the ratio (and a two-step median is their mean).
+    assert slow.iterations[-1].time_ms > 1.2 * default.iterations[-1].time_ms
     same = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "c.json",
                                    host_profile=profile / "host_overhead.json")
     assert same.median_iteration_ms == pytest.approx(slow.median_iteration_ms)
