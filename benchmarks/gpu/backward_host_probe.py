@@ -12,7 +12,9 @@ Only torch and the standard library are imported. From the repository root:
 
     PYTHONPATH=$PWD python3 benchmarks/gpu/backward_host_probe.py --out DIR [--repeats 5]
 
-It writes DIR/backward_host.json.
+It writes DIR/backward_host.json. `--summarize FILE ...` (no GPU needed) pools the rows of such files
+and prints the old figure over the new one per pair (median and range), the new figure's range and
+the fixed cost's median: the figures the README quotes, from session 35's three files.
 """
 
 import argparse
@@ -37,12 +39,29 @@ def before_fix_us(device: torch.device, n: int, sync) -> float:
     return (both - fwd) * 1e6 / (n * backward_ops)
 
 
+def summary(rows: list[dict]) -> dict:
+    """Pooled figures of probe rows: old / new per pair (median, min, max), the new per-op figure's
+    range and the fixed cost per call's median."""
+    old_over_new = [r["before_fix_op_us"] / r["op_us"] for r in rows]
+    return {"pairs": len(rows), "old_over_new_median": statistics.median(old_over_new),
+            "old_over_new_min": min(old_over_new), "old_over_new_max": max(old_over_new),
+            "op_us_min": min(r["op_us"] for r in rows), "op_us_max": max(r["op_us"] for r in rows),
+            "call_us_median": statistics.median(r["call_us"] for r in rows)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path)
+    p.add_argument("--summarize", type=Path, nargs="+", metavar="FILE", help="pool these backward_host.json files")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--iterations", type=int, default=2000, help="as measure_host_overhead's default")
     args = p.parse_args()
+    if args.summarize:
+        rows = [r for path in args.summarize for r in json.loads(path.read_text())["rows"]]
+        print(json.dumps({k: round(v, 3) for k, v in summary(rows).items()}))
+        return
+    if args.out is None:
+        p.error("--out is required to measure")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     n = max(args.iterations // MODULE_DEPTH, 10)
