@@ -82,14 +82,15 @@ def shipped_rank(shipped: dict[str, float], leases: list[dict[str, float]], key:
 
 
 def current_backward_at_shipped_speed(shipped: dict[str, float], runs: list[dict[str, float]]) -> dict[str, float]:
-    """Speed figure -> the runs' mean `autograd_backward_op_us` times shipped / their mean speed figure."""
-    mean = lambda key: statistics.fmean(run[key] for run in runs)  # noqa: E731
-    return {key: mean(SPEED_FIGURE) * shipped[key] / mean(key) for key in BACKWARD_SPEED_FIGURES}
+    """Speed figure -> the runs' mean `autograd_backward_op_us` at the shipped speed by that figure."""
+    lease = {key: statistics.fmean(run[key] for run in runs) for key in (SPEED_FIGURE, *BACKWARD_SPEED_FIGURES)}
+    return {key: scaled(shipped, lease, (SPEED_FIGURE,), speed=key)[SPEED_FIGURE] for key in BACKWARD_SPEED_FIGURES}
 
 
-def scaled(shipped: dict[str, float], lease: dict[str, float], keys: tuple[str, ...]) -> dict[str, float]:
-    """One lease's `keys` at the shipped machine's host speed."""
-    factor = shipped[SPEED_FIGURE] / lease[SPEED_FIGURE]
+def scaled(shipped: dict[str, float], lease: dict[str, float], keys: tuple[str, ...],
+           speed: str = SPEED_FIGURE) -> dict[str, float]:
+    """One lease's `keys` at the shipped machine's host speed, by the ratio of figure `speed`."""
+    factor = shipped[speed] / lease[speed]
     return {key: lease[key] * factor for key in keys}
 
 
