@@ -58,9 +58,11 @@ def lease_figures(lease: Path) -> dict[str, float]:
     return {k: statistics.fmean(run[k] for run in runs) for k in runs[0] if k not in IN_SITU_FIGURES}
 
 
-def probe_files(lease: Path) -> list[Path]:
-    """The lease's host_phase_probe.py outputs (NAME.json.gz), beside its host profiles or in host_phase/."""
-    return sorted(lease.glob("*.json.gz")) or sorted(lease.glob("host_phase/*.json.gz"))
+def probe_files(lease: Path) -> dict[str, Path]:
+    """Workload name -> the lease's host_phase_probe.py output (NAME.json.gz), beside its host profiles
+    or in host_phase/."""
+    files = sorted(lease.glob("*.json.gz")) or sorted(lease.glob("host_phase/*.json.gz"))
+    return {f.name.split(".")[0]: f for f in files}
 
 
 def measured_phases(probe: dict) -> dict[str, float]:
@@ -116,7 +118,8 @@ def main() -> None:
     held_out = {w.name for w in WORKLOADS if w.held_out}
     # The leases the probe ran on (lease_d onwards measured the ground truth alone, no microbenchmarks).
     leases = args.lease or sorted(d for d in DATA.iterdir() if d.is_dir() and any(d.glob("host_overhead*.json")))
-    names = sorted({f.name.split(".")[0] for lease in leases for f in probe_files(lease)} & {w.name for w in WORKLOADS})
+    probes = {lease: probe_files(lease) for lease in leases}
+    names = sorted({name for files in probes.values() for name in files} & {w.name for w in WORKLOADS})
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         traces = {n: emulated_trace(n, Path(tmp)) for n in names if n not in held_out}
@@ -125,7 +128,7 @@ def main() -> None:
         for lease in leases:
             figures = lease_figures(lease)
             for name, trace in traces.items():
-                path = next((f for f in probe_files(lease) if f.name == f"{name}.json.gz"), None)
+                path = probes[lease].get(name)
                 if path is None:
                     continue
                 measured = measured_phases(json.loads(gzip.decompress(path.read_bytes())))

@@ -34,7 +34,7 @@ def test_lease_profiles_are_averaged_and_probes_found_in_either_layout(tmp_path,
     figures = factors.lease_figures(tmp_path)
     # The two runs' mean; the CNN-layer extras are the shipped in-situ ones, not the lease's.
     assert figures == {"aten_op_us": 7.0, "autograd_backward_op_us": 25.0}
-    assert [p.name for p in factors.probe_files(tmp_path)] == ["mlp_tiny_adamw.json.gz"]
+    assert {n: p.name for n, p in factors.probe_files(tmp_path).items()} == {"mlp_tiny_adamw": "mlp_tiny_adamw.json.gz"}
 
 
 def test_write_is_refused_with_another_lease(tmp_path, monkeypatch, capsys):
