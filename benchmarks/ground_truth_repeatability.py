@@ -1,10 +1,10 @@
-"""How much the validation suite's measured step times move between H200 leases (machines).
+"""How much the validation suite's measured step times move between leases (machines) of one GPU type.
 
-    python benchmarks/ground_truth_repeatability.py [--out benchmarks/results/ground_truth_repeatability_h200.md]
+    python benchmarks/ground_truth_repeatability.py [--gpu h200|h100] [--out FILE.md]
 
-Compares the ground truth the validation table is scored on (benchmarks/validation/ground_truth_h200.json)
-with the same workloads measured by the same script on other leases (benchmarks/gpu/host_phase_h200/
-lease_*/ground_truth*.json, see its COMMANDS.md). A workload whose step is set by the GPU repeats
+Compares the ground truth a validation table is scored on (benchmarks/validation/ground_truth_<gpu>.json)
+with the same workloads measured by the same script on other leases of that GPU
+(benchmarks/gpu/host_phase_<gpu>/lease_*/ground_truth*.json, see its COMMANDS.md; `LEASE_SETS`). A workload whose step is set by the GPU repeats
 within a few percent; one whose step is set by the host (eager PyTorch issuing small kernels) moves
 with the lease's CPU. Prints a markdown table: each lease's median step time, its difference from the
 scored ground truth, and the largest spread (max / min - 1) per workload.
@@ -20,7 +20,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCORED = ROOT / "benchmarks" / "validation" / "ground_truth_h200.json"
 LEASES = ROOT / "benchmarks" / "gpu" / "host_phase_h200"
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "ground_truth_repeatability_h200.md"
+LEASE_SETS = {
+    "h200": (SCORED, LEASES),
+    "h100": (ROOT / "benchmarks" / "validation" / "ground_truth_h100.json", ROOT / "benchmarks" / "gpu" / "host_phase_h100"),
+}
+"""GPU -> (the ground truth its validation table is scored on, the folder of its other leases)."""
+
+
+def lease_set(ground_truth: Path) -> str | None:
+    """The GPU whose scored ground truth `ground_truth` is (its other leases join its medians), else None."""
+    return next((gpu for gpu, (scored, _) in LEASE_SETS.items() if Path(ground_truth).resolve() == scored.resolve()), None)
 
 
 def step_times(paths: list[Path]) -> dict[str, float]:
@@ -33,11 +42,12 @@ def step_times(paths: list[Path]) -> dict[str, float]:
     return out
 
 
-def measurements() -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """(the scored ground truth's step times, lease name -> that lease's step times)."""
-    leases = {d.name: step_times(sorted(d.glob("ground_truth*.json"))) for d in sorted(LEASES.iterdir())
+def measurements(gpu: str = "h200") -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """(the scored ground truth's step times, lease name -> that lease's step times) of `gpu`'s `LEASE_SETS`."""
+    scored, folder = LEASE_SETS[gpu]
+    leases = {d.name: step_times(sorted(d.glob("ground_truth*.json"))) for d in sorted(folder.iterdir())
               if d.is_dir() and any(d.glob("ground_truth*.json"))}
-    return step_times([SCORED]), leases
+    return step_times([scored]), leases
 
 
 Measured = tuple[dict[str, float], dict[str, dict[str, float]]]
@@ -64,15 +74,19 @@ def lease_medians(measured: Measured | None = None) -> dict[str, tuple[float, in
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument("--gpu", choices=sorted(LEASE_SETS), default="h200")
+    p.add_argument("--out", type=Path, default=None,
+                   help="markdown file to write (default: benchmarks/results/ground_truth_repeatability_<gpu>.md)")
     args = p.parse_args()
-    scored, leases = measured = measurements()
+    out = args.out or ROOT / "benchmarks" / "results" / f"ground_truth_repeatability_{args.gpu}.md"
+    scored_file, folder = LEASE_SETS[args.gpu]
+    scored, leases = measured = measurements(args.gpu)
     lines = [
-        "# Ground truth repeatability across H200 leases",
+        f"# Ground truth repeatability across {args.gpu.upper()} leases",
         "",
-        f"- Scored ground truth: `{SCORED.relative_to(ROOT)}`; other leases: `{LEASES.relative_to(ROOT)}/<lease>/ground_truth*.json`"
+        f"- Scored ground truth: `{scored_file.relative_to(ROOT)}`; other leases: `{folder.relative_to(ROOT)}/<lease>/ground_truth*.json`"
         " (commands in its COMMANDS.md). All by `benchmarks/validation/measure_ground_truth.py`, median CUDA-event step time.",
-        f"- Made by `python {Path(__file__).relative_to(ROOT)}`.",
+        f"- Made by `python {Path(__file__).relative_to(ROOT)}{'' if args.gpu == 'h200' else ' --gpu ' + args.gpu}`.",
         "",
         "| workload | scored ms | " + " | ".join(f"{name} ms (vs scored)" for name in leases) + " | spread |",
         "|---|---:|" + "---:|" * len(leases) + "---:|",
@@ -91,7 +105,7 @@ def main() -> None:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    args.out.write_text(text)
+    out.write_text(text)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ REPEATABLE_SPREAD = 0.02
 
 sys.path.insert(0, str(VALIDATION_DIR))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from ground_truth_repeatability import lease_medians, lease_spreads, lease_times, measurements  # noqa: E402
+from ground_truth_repeatability import LEASE_SETS, lease_medians, lease_set, lease_spreads, lease_times, measurements  # noqa: E402
 from suite import WORKLOADS, Workload  # noqa: E402
 
 from maya.emulator.allocator_config import ENV_KEYS  # noqa: E402
@@ -328,7 +328,8 @@ def _version(package: str) -> str:
 
 def header(env: dict, command: str, ground_truth: Path = GROUND_TRUTH, gpu: str = "h200",
            host_profile: Path | None = None, alloc_conf: str | None = None) -> str:
-    leases = Path(ground_truth).resolve() == GROUND_TRUTH.resolve()
+    leases = lease_set(ground_truth)
+    listing = "python benchmarks/ground_truth_repeatability.py" + ("" if leases == "h200" else f" --gpu {leases}")
     gpu_name = env.get("gpu_name") or gpu
     return "\n".join(
         [
@@ -341,9 +342,9 @@ def header(env: dict, command: str, ground_truth: Path = GROUND_TRUTH, gpu: str 
             "- Predicted step time: median `time_ms` over the timed iterations (the first `--warmup` "
             "iterations dropped); predicted memory: max `peak_allocated_bytes` over the same iterations.",
             "- Error = (predicted - measured) / measured. Held-out workloads were never looked at for calibration.",
-            "- Measured ms: the median step time over the `leases` H200 leases that measured the workload "
-            "(this ground truth and `benchmarks/gpu/host_phase_h200/lease_*`, each by measure_ground_truth.py; "
-            "`python benchmarks/ground_truth_repeatability.py` lists them); measured memory: this ground truth's. "
+            f"- Measured ms: the median step time over the `leases` {str(leases).upper()} leases that measured the workload "
+            f"(this ground truth and `{_shown(LEASE_SETS[leases][1]) if leases else ''}/lease_*`, each by measure_ground_truth.py; "
+            f"`{listing}` lists them); measured memory: this ground truth's. "
             "Lease spread: max / min - 1 of those step times. Host-bound steps move with the lease's CPU, so one "
             "lease is one draw; the last lines score this ground truth's lease alone." if leases else
             "- Measured ms: this ground truth's median step time, one lease (host-bound steps move with the lease's "
@@ -392,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.ground_truth.is_file():
         p.error(f"no ground truth file {args.ground_truth}")
-    h200_leases = args.ground_truth.resolve() == GROUND_TRUTH.resolve()  # scored on every H200 lease's median
-    if not h200_leases and args.out is None and not args.only:
+    leases_of = lease_set(args.ground_truth)  # a GPU's scored ground truth: scored on every lease's median
+    if args.ground_truth.resolve() != GROUND_TRUTH.resolve() and args.out is None and not args.only:
         p.error("name --out: the default table is the H200 ground truth's")
 
     gt = json.loads(args.ground_truth.read_text())
@@ -420,9 +421,9 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
 
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
-    measured = measurements()  # every lease's file, read once
-    times, spreads, medians = lease_times(measured), lease_spreads(measured), lease_medians(measured)
-    for r in rows if h200_leases else []:
+    measured = measurements(leases_of) if leases_of else None  # every lease's file, read once
+    times, spreads, medians = (lease_times(measured), lease_spreads(measured), lease_medians(measured)) if measured else ({}, {}, {})
+    for r in rows if measured else []:
         r.spread = spreads.get(r.name)
         if r.measured_ms is not None and r.name in medians:
             r.first_lease_ms = r.measured_ms

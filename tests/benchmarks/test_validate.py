@@ -127,6 +127,21 @@ def test_lease_medians_take_every_lease_that_measured_the_workload():
     assert committed["llama_1b_bf16"][1] >= 2 and committed["llama_1b_bf16"][0] == pytest.approx(201.8, rel=0.01)
 
 
+def test_each_gpus_scored_ground_truth_has_its_own_leases(tmp_path):
+    from ground_truth_repeatability import LEASE_SETS, lease_medians, lease_set, measurements
+
+    assert lease_set(validate.GROUND_TRUTH) == "h200"
+    assert lease_set(LEASE_SETS["h100"][0]) == "h100"
+    assert lease_set(tmp_path / "ground_truth_h100.json") is None  # any other file is one lease
+    scored, leases = measurements("h100")
+    assert set(leases) >= {"lease_a", "lease_b", "lease_c"}
+    assert leases["lease_c"]["mlp_tiny_adamw"] != measurements("h200")[1]["lease_c"]["mlp_tiny_adamw"]
+    # A lease measured in two parts counts once, with both parts' workloads.
+    assert len(leases["lease_c"]) == len(scored) == 30
+    median, n = lease_medians((scored, leases))["convnext_tiny_bf16"]
+    assert n == 3 and median == pytest.approx(53.99, abs=0.01)
+
+
 def test_lease_spreads_come_from_the_committed_repeat_measurements():
     from ground_truth_repeatability import lease_spreads
 
