@@ -61,6 +61,8 @@ CURRENT_BACKWARD: dict[str, tuple[Path, ...]] = {
     "lease_n (H200)": (_PHASE / "lease_n" / "host_overhead_run1.json", _PHASE / "lease_n" / "host_overhead_run2.json"),
     "s35o (H100)": (GPU / "session35" / "s35o_h100" / "host" / "host_overhead.json",
                     GPU / "session35" / "s35o_h100" / "host_after" / "host_overhead.json"),
+    "s36a (H100)": (GPU / "session36" / "s36a" / "host" / "host_overhead.json",
+                    GPU / "session36" / "s36a" / "host_after" / "host_overhead.json"),
 }
 """Leases whose host profiles measured `autograd_backward_op_us` by the current method (session 35 on):
 printed at the shipped machine's speed beside the shipped figure (the old method's, not rescaled)."""
