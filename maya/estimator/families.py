@@ -79,7 +79,8 @@ OP_FAMILIES: dict[str, str] = {
               "flip", "roll", "tril", "triu", "tril_", "triu_", "slice_backward", "select_backward",
               "narrow_copy", "permute_copy", "transpose_copy", "expand_copy", "split_with_sizes_copy",
               "_unsafe_view_copy", "unfold_backward", "reflection_pad2d", "replication_pad2d",
-              "upsample_nearest2d", "upsample_bilinear2d", "_adaptive_avg_pool2d",
+              "upsample_nearest2d", "upsample_bilinear2d", "upsample_nearest2d_backward",
+              "upsample_bilinear2d_backward", "_adaptive_avg_pool2d",
               "_adaptive_avg_pool2d_backward", "col2im", "im2col"),
     # Windowed pooling: a family of its own, as its time per byte (2-5x a copy's) would teach a
     # copy model that 4-D tensors are slow (session 17: copy_ estimates of LM traces 1.6-3x high).

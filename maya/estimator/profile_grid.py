@@ -635,6 +635,7 @@ def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
     if not quick:
         yield from _concat_cases()
         yield from _cnn_layout_copies()
+        yield from _cnn_resample_cases()
 
 
 def _concat_cases() -> Iterator[ProfileCase]:
@@ -690,6 +691,42 @@ def _cnn_copy_cases(shape: Sequence[int], dtype: str, channels_last: bool) -> It
     target = torch.contiguous_format if channels_last else torch.channels_last
     yield make_case("copy", "aten::_to_copy", [x], {"memory_format": target})
     yield make_case("copy", "aten::clone", [x], {"memory_format": target})
+
+
+CNN_RESAMPLE_RANDOM_SHAPES = 12
+"""Random [N, C, H, W] feature maps, beside `CNN_ACTIVATIONS`, that the resampling cases run on."""
+
+
+def _cnn_resample_cases() -> Iterator[ProfileCase]:
+    """Resampling of [N, C, H, W] feature maps, forward and backward, as U-Nets, FPNs and
+    segmentation heads issue them: nearest and bilinear 2x upsampling (`F.interpolate(x,
+    scale_factor=2)`, `nn.Upsample`) and adaptive average pooling to 7x7 (the global 1x1 one is a
+    `mean`, in the reduction grid), in both memory formats, bfloat16 and float32. No profile had
+    timed them (session 36): the copy model guessed the forwards, roofline the backwards.
+    `CNN_ACTIVATIONS` (less the 3-channel images) at up to 512 MiB of output, then
+    `CNN_RESAMPLE_RANDOM_SHAPES` drawn from a fixed seed."""
+    rng = random.Random(2036)
+    shapes = [s for s in CNN_ACTIVATIONS if s[1] > 3]
+    while len(shapes) < len(CNN_ACTIVATIONS) - 1 + CNN_RESAMPLE_RANDOM_SHAPES:
+        shape = (_log_uniform(rng, 1, 128), _log_uniform(rng, 16, 1024, 8), *[_log_uniform(rng, 4, 96)] * 2)
+        if _nbytes((*shape[:2], 2 * shape[2], 2 * shape[3]), "float32") <= GIB // 2:
+            shapes.append(shape)
+    for n, c, h, w in shapes:
+        if _nbytes((n, c, 2 * h, 2 * w), "float32") > GIB // 2:
+            continue
+        for dtype in ("bfloat16", "float32"):
+            for channels_last in (False, True):
+                x = _image((n, c, h, w), dtype, channels_last)
+                up = _image((n, c, 2 * h, 2 * w), dtype, channels_last)
+                size, in_size = [2 * h, 2 * w], [n, c, h, w]
+                yield make_case("copy", "aten::upsample_nearest2d", [x, size, 2.0, 2.0])
+                yield make_case("copy", "aten::upsample_nearest2d_backward", [up, size, in_size, 2.0, 2.0])
+                yield make_case("copy", "aten::upsample_bilinear2d", [x, size, False, 2.0, 2.0])
+                yield make_case("copy", "aten::upsample_bilinear2d_backward", [up, size, in_size, False, 2.0, 2.0])
+                if h >= 7 and w >= 7:
+                    yield make_case("copy", "aten::_adaptive_avg_pool2d", [x, [7, 7]])
+                    pooled = _image((n, c, 7, 7), dtype, channels_last)
+                    yield make_case("copy", "aten::_adaptive_avg_pool2d_backward", [pooled, x])
 
 
 def _cnn_layout_reductions() -> Iterator[ProfileCase]:
