@@ -108,8 +108,9 @@ def _functional_overload(func: torch._ops.OpOverload) -> tuple[str, frozenset] |
     return None
 
 
-METADATA_OPS = frozenset({"aten::_unsafe_view", "aten::lift_fresh", "aten::alias"})
-"""Ops whose schema does not mark them as views but which only make new tensor metadata."""
+METADATA_OPS = frozenset({"aten::_unsafe_view", "aten::lift_fresh", "aten::alias", "aten::as_strided_"})
+"""Ops whose schema does not mark them as views but which only make new tensor metadata (`as_strided_`
+restrides a tensor in place: a CNN's global pooling output, which CUDA runs no kernel for)."""
 
 
 @functools.cache

@@ -79,13 +79,15 @@ OP_FAMILIES: dict[str, str] = {
               "flip", "roll", "tril", "triu", "tril_", "triu_", "slice_backward", "select_backward",
               "narrow_copy", "permute_copy", "transpose_copy", "expand_copy", "split_with_sizes_copy",
               "_unsafe_view_copy", "unfold_backward", "reflection_pad2d", "replication_pad2d",
-              "upsample_nearest2d", "upsample_bilinear2d", "upsample_nearest2d_backward",
-              "upsample_bilinear2d_backward", "_adaptive_avg_pool2d",
-              "_adaptive_avg_pool2d_backward", "col2im", "im2col"),
+              "col2im", "im2col"),
     # Windowed pooling: a family of its own, as its time per byte (2-5x a copy's) would teach a
     # copy model that 4-D tensors are slow (session 17: copy_ estimates of LM traces 1.6-3x high).
+    # Resampling too (2x upsampling, adaptive average pooling; profiled in session 36): on the pool
+    # model's split its new held-out rows were 13.0% median / 10.6% time-weighted off, on the copy
+    # model's 18.4% / 51.0% (benchmarks/results/fit_choices_h200.md).
     **_family(POOL, "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
-              "avg_pool2d_backward"),
+              "avg_pool2d_backward", "upsample_nearest2d", "upsample_nearest2d_backward", "upsample_bilinear2d",
+              "upsample_bilinear2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward"),
     **_family(INDEX, "index", "index_put", "index_put_", "_index_put_impl_", "index_select", "index_add",
               "index_add_", "index_copy", "index_copy_", "gather", "scatter", "scatter_", "scatter_add",
               "scatter_add_", "scatter_reduce", "masked_select", "masked_scatter", "nonzero", "take",
@@ -108,13 +110,14 @@ OP_FAMILY_PREFIXES: dict[str, str] = {
 
 ROOFLINE_BY_DESIGN = frozenset({"aten::zeros", "aten::ones", "aten::full", "aten::randn", "aten::rand",
                                 "aten::randint", "aten::new_zeros", "aten::new_ones", "aten::new_full",
-                                "aten::scalar_tensor"})
+                                "aten::scalar_tensor", "aten::randn_like", "aten::rand_like"})
 """Tensor factories and random generators (overloads included): measured on the H200 in session 23
 but left to roofline on purpose, as refitting the elementwise model with them made its calibration
 pairs worse (benchmarks/results/fit_choices_h200.md). They are timed by roofline without the warning
 about ops no model covers. `new_zeros`, `new_ones`, `new_full` and `scalar_tensor` (a 0-d `full`)
 launch the same fill kernel as the factories measured (added in session 29, not measured: Hugging
-Face `generate` runs them)."""
+Face `generate` runs them); `randn_like` and `rand_like` (session 36: a diffusion U-Net's noise) launch
+the generators' kernels."""
 
 
 def roofline_by_design(op: str) -> bool:

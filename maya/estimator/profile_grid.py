@@ -635,7 +635,6 @@ def _copy(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
     if not quick:
         yield from _concat_cases()
         yield from _cnn_layout_copies()
-        yield from _cnn_resample_cases()
 
 
 def _concat_cases() -> Iterator[ProfileCase]:
@@ -702,7 +701,8 @@ def _cnn_resample_cases() -> Iterator[ProfileCase]:
     segmentation heads issue them: nearest and bilinear 2x upsampling (`F.interpolate(x,
     scale_factor=2)`, `nn.Upsample`) and adaptive average pooling to 7x7 (the global 1x1 one is a
     `mean`, in the reduction grid), in both memory formats, bfloat16 and float32. No profile had
-    timed them (session 36): the copy model guessed the forwards, roofline the backwards.
+    timed them before session 36 (the copy model guessed the forwards, roofline the backwards);
+    they are the pool family's, whose model learns a window op's time per byte.
     `CNN_ACTIVATIONS` (less the 3-channel images) at up to 512 MiB of output, then
     `CNN_RESAMPLE_RANDOM_SHAPES` drawn from a fixed seed."""
     rng = random.Random(2036)
@@ -719,14 +719,14 @@ def _cnn_resample_cases() -> Iterator[ProfileCase]:
                 x = _image((n, c, h, w), dtype, channels_last)
                 up = _image((n, c, 2 * h, 2 * w), dtype, channels_last)
                 size, in_size = [2 * h, 2 * w], [n, c, h, w]
-                yield make_case("copy", "aten::upsample_nearest2d", [x, size, 2.0, 2.0])
-                yield make_case("copy", "aten::upsample_nearest2d_backward", [up, size, in_size, 2.0, 2.0])
-                yield make_case("copy", "aten::upsample_bilinear2d", [x, size, False, 2.0, 2.0])
-                yield make_case("copy", "aten::upsample_bilinear2d_backward", [up, size, in_size, False, 2.0, 2.0])
+                yield make_case("pool", "aten::upsample_nearest2d", [x, size, 2.0, 2.0])
+                yield make_case("pool", "aten::upsample_nearest2d_backward", [up, size, in_size, 2.0, 2.0])
+                yield make_case("pool", "aten::upsample_bilinear2d", [x, size, False, 2.0, 2.0])
+                yield make_case("pool", "aten::upsample_bilinear2d_backward", [up, size, in_size, False, 2.0, 2.0])
                 if h >= 7 and w >= 7:
-                    yield make_case("copy", "aten::_adaptive_avg_pool2d", [x, [7, 7]])
+                    yield make_case("pool", "aten::_adaptive_avg_pool2d", [x, [7, 7]])
                     pooled = _image((n, c, 7, 7), dtype, channels_last)
-                    yield make_case("copy", "aten::_adaptive_avg_pool2d_backward", [pooled, x])
+                    yield make_case("pool", "aten::_adaptive_avg_pool2d_backward", [pooled, x])
 
 
 def _cnn_layout_reductions() -> Iterator[ProfileCase]:
@@ -841,6 +841,8 @@ def _pool(quick: bool, rng: random.Random) -> Iterator[ProfileCase]:
                 for kernel, stride, padding in POOL_WINDOWS[:2]:
                     yield from _pool_cases("max", n, c, side, dtype, channels_last, kernel, stride, padding)
                 yield from _pool_cases("avg", n, c, side, dtype, channels_last, 2, 2, 0)
+    if not quick:
+        yield from _cnn_resample_cases()
 
 
 POOL_WINDOWS = ((3, 2, 1), (2, 2, 0), (3, 1, 1))

@@ -90,8 +90,9 @@ def test_every_family_has_a_quick_grid_and_a_full_grid_within_budget():
         assert grid(family, quick=True), family
         total += len(grid(family))
     # 9,856 signatures took 229 s on an H200 (benchmarks/gpu/profile_h200.log); the norm grid's 480
-    # CNN batch- and group-norm cases 7 s more (benchmarks/gpu/session22_h200/s22a/jobs.txt).
-    assert 5000 <= total <= 11500
+    # CNN batch- and group-norm cases 7 s more (benchmarks/gpu/session22_h200/s22a/jobs.txt), the pool
+    # grid's 464 resampling cases 5.3 s more (benchmarks/gpu/session36/s36r/run1.log).
+    assert 5000 <= total <= 12000
 
 
 def _signature(case):
@@ -558,3 +559,43 @@ def test_factory_and_random_ops_are_timed_on_the_device_with_their_output_bytes(
         assert r["bytes"] == element * shape[0] and r["duration_us"] > 0
     assert {r["op"] for r in rows if r["input_shapes"] and r["op"].endswith(("normal_", "uniform_"))} == {
         "aten::normal_", "aten::uniform_"}
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_resampling_cases_are_the_signatures_a_cnn_records(scripts, tmp_path, channels_last, caplog):
+    # No profile had timed upsampling or adaptive pooling before session 36: the copy model guessed
+    # the forwards and roofline the backwards. The pool grid now times them as the emulator records them.
+    import maya
+    from maya.estimator.estimate import estimate_trace
+    from maya.estimator.families import family_of
+    from maya.estimator.profile_grid import _image, make_case
+    from maya.trace import read_rank_trace
+
+    s = maya.emulate(scripts / "resampling.py", ["--channels-last"] * channels_last, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    trace = read_rank_trace(s.trace_dir, 0)
+    ops = trace.to_pandas()
+    assert "aten::as_strided_" not in set(ops.op)  # a restride launches no kernel
+    recorded = ops[ops.op.str.contains("upsample|adaptive")]
+    x, up = _image((2, 16, 14, 14), "bfloat16", channels_last), _image((2, 16, 28, 28), "bfloat16", channels_last)
+    pooled = _image((2, 16, 7, 7), "bfloat16", channels_last)
+    cases = [make_case("pool", "aten::upsample_nearest2d", [x, [28, 28], 2.0, 2.0]),
+             make_case("pool", "aten::upsample_nearest2d_backward", [up, [28, 28], [2, 16, 14, 14], 2.0, 2.0]),
+             make_case("pool", "aten::upsample_bilinear2d", [x, [28, 28], False, 2.0, 2.0]),
+             make_case("pool", "aten::upsample_bilinear2d_backward", [up, [28, 28], [2, 16, 14, 14], False, 2.0, 2.0]),
+             make_case("pool", "aten::_adaptive_avg_pool2d", [x, [7, 7]]),
+             make_case("pool", "aten::_adaptive_avg_pool2d_backward", [pooled, x])]
+    assert sorted(recorded.op) == sorted(c.op for c in cases)
+    for case in cases:
+        assert family_of(case.op) == "pool"
+        row = recorded[recorded.op == case.op].iloc[0]
+        assert [list(v) for v in row.input_shapes] == [list(v) for v in case.input_shapes]
+        assert [list(v) for v in row.input_strides] == [list(v) for v in case.input_strides]
+        scalars = [a for a in json.loads(row["attrs"])["args"] if not isinstance(a, dict)]
+        assert scalars == [a for a in case.attrs["args"] if not isinstance(a, dict)]
+    with caplog.at_level("WARNING"):
+        est = estimate_trace(trace, gpu="h200")
+    sources = dict(zip(est.op, est.estimate_source))
+    assert {sources[c.op] for c in cases} <= {"catboost", "exact"}
+    assert sources["aten::randn_like"] == "roofline"  # a generator: roofline by design, no warning
+    assert "had no model" not in caplog.text
