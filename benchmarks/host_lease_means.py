@@ -59,6 +59,7 @@ them with the current method."""
 
 CURRENT_BACKWARD: dict[str, tuple[Path, ...]] = {
     "lease_n (H200)": (_PHASE / "lease_n" / "host_overhead_run1.json", _PHASE / "lease_n" / "host_overhead_run2.json"),
+    "lease_o (H200)": (_PHASE / "lease_o" / "host_overhead_run1.json", _PHASE / "lease_o" / "host_overhead_run2.json"),
     "s35o (H100)": (GPU / "session35" / "s35o_h100" / "host" / "host_overhead.json",
                     GPU / "session35" / "s35o_h100" / "host_after" / "host_overhead.json"),
     "s36a (H100)": (GPU / "session36" / "s36a" / "host" / "host_overhead.json",
