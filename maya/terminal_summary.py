@@ -13,7 +13,7 @@ _SHOWN_RANKS = 8
 HOST_BOUND_NOTE_SHARE = 0.2
 """A breakdown whose host-bound share reaches this gets a line saying that the host's CPU moves the
 step time: in the validation suite, the host-bound steps of the tiny MLPs, MoE, the CIFAR ResNet-18
-and GPT-2 under FSDP2 on one GPU varied by 70-134% between H200 machines, while 8 of its 29 workloads
+and GPT-2 under FSDP2 on one GPU varied by 70-134% between H200 machines, while 9 of its 30 workloads
 repeated within 2% (benchmarks/results/ground_truth_repeatability_h200.md)."""
 _LABEL_WIDTH = 15
 
