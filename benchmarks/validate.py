@@ -329,7 +329,6 @@ def _version(package: str) -> str:
 def header(env: dict, command: str, ground_truth: Path = GROUND_TRUTH, gpu: str = "h200",
            host_profile: Path | None = None, alloc_conf: str | None = None) -> str:
     leases = lease_set(ground_truth)
-    listing = "python benchmarks/ground_truth_repeatability.py" + ("" if leases == "h200" else f" --gpu {leases}")
     gpu_name = env.get("gpu_name") or gpu
     return "\n".join(
         [
@@ -342,9 +341,10 @@ def header(env: dict, command: str, ground_truth: Path = GROUND_TRUTH, gpu: str 
             "- Predicted step time: median `time_ms` over the timed iterations (the first `--warmup` "
             "iterations dropped); predicted memory: max `peak_allocated_bytes` over the same iterations.",
             "- Error = (predicted - measured) / measured. Held-out workloads were never looked at for calibration.",
-            f"- Measured ms: the median step time over the `leases` {str(leases).upper()} leases that measured the workload "
-            f"(this ground truth and `{_shown(LEASE_SETS[leases][1]) if leases else ''}/lease_*`, each by measure_ground_truth.py; "
-            f"`{listing}` lists them); measured memory: this ground truth's. "
+            f"- Measured ms: the median step time over the `leases` {leases.upper()} leases that measured the workload "
+            f"(this ground truth and `{_shown(LEASE_SETS[leases][1])}/lease_*`, each by measure_ground_truth.py; "
+            f"`python benchmarks/ground_truth_repeatability.py{'' if leases == 'h200' else ' --gpu ' + leases}` lists "
+            "them); measured memory: this ground truth's. "
             "Lease spread: max / min - 1 of those step times. Host-bound steps move with the lease's CPU, so one "
             "lease is one draw; the last lines score this ground truth's lease alone." if leases else
             "- Measured ms: this ground truth's median step time, one lease (host-bound steps move with the lease's "
@@ -421,9 +421,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
 
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
-    measured = measurements(leases_of) if leases_of else None  # every lease's file, read once
-    times, spreads, medians = (lease_times(measured), lease_spreads(measured), lease_medians(measured)) if measured else ({}, {}, {})
-    for r in rows if measured else []:
+    if leases_of:
+        measured = measurements(leases_of)  # every lease's file, read once
+        times, spreads, medians = lease_times(measured), lease_spreads(measured), lease_medians(measured)
+    for r in rows if leases_of else []:
         r.spread = spreads.get(r.name)
         if r.measured_ms is not None and r.name in medians:
             r.first_lease_ms = r.measured_ms
