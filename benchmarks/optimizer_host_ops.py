@@ -22,7 +22,11 @@ import argparse
 import collections
 import gzip
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_phase_factors import probe_files  # noqa: E402
 
 
 def optimizer_gaps(probe: dict) -> tuple[int, dict[str, tuple[int, float]]]:
@@ -46,13 +50,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("lease", type=Path, help="a directory of host_phase_probe.py files (NAME.json.gz)")
     p.add_argument("--top", type=int, default=4, help="op names listed per workload")
     args = p.parse_args(argv)
-    files = sorted(args.lease.glob("*.json.gz")) or sorted(args.lease.glob("host_phase/*.json.gz"))
+    files = probe_files(args.lease)
     if not files:
         p.error(f"no host_phase_probe.py files (NAME.json.gz) in {args.lease}")
-    for path in files:
+    for name, path in files.items():
         n, gaps = optimizer_gaps(json.loads(gzip.decompress(path.read_bytes())))
         total = sum(us for _, us in gaps.values())
-        print(f"{path.name.split('.')[0]}: {n} ops, {total / 1e3:.2f} ms from the first foreach or fused op on")
+        print(f"{name}: {n} ops, {total / 1e3:.2f} ms from the first foreach or fused op on")
         for name, (calls, us) in sorted(gaps.items(), key=lambda kv: -kv[1][1])[: args.top]:
             print(f"    {name:45s} x{calls:<5d} {us / 1e3:7.2f} ms  {us / calls:7.1f} us each")
 
