@@ -692,7 +692,7 @@ def _cnn_copy_cases(shape: Sequence[int], dtype: str, channels_last: bool) -> It
     yield make_case("copy", "aten::clone", [x], {"memory_format": target})
 
 
-CNN_RESAMPLE_RANDOM_SHAPES = 12
+CNN_RESAMPLE_RANDOM_SHAPES = 13
 """Random [N, C, H, W] feature maps, beside `CNN_ACTIVATIONS`, that the resampling cases run on."""
 
 
@@ -703,17 +703,20 @@ def _cnn_resample_cases() -> Iterator[ProfileCase]:
     `mean`, in the reduction grid), in both memory formats, bfloat16 and float32. No profile had
     timed them before session 36 (the copy model guessed the forwards, roofline the backwards);
     they are the pool family's, whose model learns a window op's time per byte.
-    `CNN_ACTIVATIONS` (less the 3-channel images) at up to 512 MiB of output, then
-    `CNN_RESAMPLE_RANDOM_SHAPES` drawn from a fixed seed."""
+    Every feature map whose float32 2x upsample fits in 512 MiB: `CNN_ACTIVATIONS` (less the
+    3-channel images), then `CNN_RESAMPLE_RANDOM_SHAPES` drawn from a fixed seed."""
+
+    def fits(shape: tuple[int, ...]) -> bool:
+        n, c, h, w = shape
+        return _nbytes((n, c, 2 * h, 2 * w), "float32") <= GIB // 2
+
     rng = random.Random(2036)
-    shapes = [s for s in CNN_ACTIVATIONS if s[1] > 3]
-    while len(shapes) < len(CNN_ACTIVATIONS) - 1 + CNN_RESAMPLE_RANDOM_SHAPES:
+    drawn: list[tuple[int, ...]] = []
+    while len(drawn) < CNN_RESAMPLE_RANDOM_SHAPES:
         shape = (_log_uniform(rng, 1, 128), _log_uniform(rng, 16, 1024, 8), *[_log_uniform(rng, 4, 96)] * 2)
-        if _nbytes((*shape[:2], 2 * shape[2], 2 * shape[3]), "float32") <= GIB // 2:
-            shapes.append(shape)
-    for n, c, h, w in shapes:
-        if _nbytes((n, c, 2 * h, 2 * w), "float32") > GIB // 2:
-            continue
+        if fits(shape):
+            drawn.append(shape)
+    for n, c, h, w in [s for s in CNN_ACTIVATIONS if s[1] > 3 and fits(s)] + drawn:
         for dtype in ("bfloat16", "float32"):
             for channels_last in (False, True):
                 x = _image((n, c, h, w), dtype, channels_last)
