@@ -424,12 +424,12 @@ def main(argv: list[str] | None = None) -> int:
     if leases_of:
         measured = measurements(leases_of)  # every lease's file, read once
         times, spreads, medians = lease_times(measured), lease_spreads(measured), lease_medians(measured)
-    for r in rows if leases_of else []:
-        r.spread = spreads.get(r.name)
-        if r.measured_ms is not None and r.name in medians:
-            r.first_lease_ms = r.measured_ms
-            r.measured_ms, r.leases = medians[r.name]
-            r.lease_range_ms = (min(times[r.name]), max(times[r.name]))
+        for r in rows:
+            r.spread = spreads.get(r.name)
+            if r.measured_ms is not None and r.name in medians:
+                r.first_lease_ms = r.measured_ms
+                r.measured_ms, r.leases = medians[r.name]
+                r.lease_range_ms = (min(times[r.name]), max(times[r.name]))
     body = format_table(rows) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
     print(body)
 
