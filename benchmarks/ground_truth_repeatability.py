@@ -18,12 +18,8 @@ import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCORED = ROOT / "benchmarks" / "validation" / "ground_truth_h200.json"
-LEASES = ROOT / "benchmarks" / "gpu" / "host_phase_h200"
-LEASE_SETS = {
-    "h200": (SCORED, LEASES),
-    "h100": (ROOT / "benchmarks" / "validation" / "ground_truth_h100.json", ROOT / "benchmarks" / "gpu" / "host_phase_h100"),
-}
+LEASE_SETS = {gpu: (ROOT / "benchmarks" / "validation" / f"ground_truth_{gpu}.json", ROOT / "benchmarks" / "gpu" / f"host_phase_{gpu}")
+              for gpu in ("h200", "h100")}
 """GPU -> (the ground truth its validation table is scored on, the folder of its other leases)."""
 
 
