@@ -134,10 +134,21 @@ def _flat_outputs(out: object) -> list[torch.Tensor]:
 
 def _tf32_permission(name: str) -> bool | None:
     if name in MATMUL_OPS:
-        return torch.backends.cuda.matmul.allow_tf32
+        return _tf32_allowed(torch.backends.cuda.matmul, "allow_tf32")
     if name in CUDNN_TF32_OPS:
-        return torch.backends.cudnn.allow_tf32
+        return _tf32_allowed(torch.backends.cudnn.rnn if "rnn" in name else torch.backends.cudnn.conv, None)
     return None
+
+
+def _tf32_allowed(holder: object, legacy: str | None) -> bool:
+    """Whether `holder`'s float32 ops may use TF32: its `fp32_precision` is "tf32" (PyTorch 2.9's API,
+    which the older setters also set; PyTorch raises on a read of the older flags once a script has
+    used this one), or, in a PyTorch without it, the older flag (`allow_tf32` of `holder`, or of
+    `torch.backends.cudnn` when `legacy` is None)."""
+    precision = getattr(holder, "fp32_precision", None)
+    if precision is not None:
+        return precision == "tf32"
+    return bool(getattr(holder, legacy) if legacy else torch.backends.cudnn.allow_tf32)
 
 
 def _pack_padded_sequence(x: torch.Tensor, lengths: torch.Tensor, batch_first: bool) -> tuple[tuple, bool]:

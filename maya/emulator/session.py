@@ -49,6 +49,7 @@ from maya.emulator.storage_resize import install_storage_resize
 from maya.emulator.torch_caches import (
     clear_distributed_caches,
     install_mesh_identity,
+    remember_global_flags,
     remember_library_globals,
     reset_library_singletons,
 )
@@ -76,6 +77,7 @@ class EmulationSession:
         self._patcher = patcher = Patcher()
         set_user_device_index(self.config.local_rank)
         try:
+            remember_global_flags(patcher)
             patch_fake_tensor(patcher)
             install_cuda_api(patcher)
             autocast = install_autocast(patcher)

@@ -48,8 +48,9 @@ TRACE_SCHEMA = pa.schema(
         pa.field("reduce_op", pa.string()),  # "sum", "avg", ... for reductions
         pa.field("peer", pa.int32()),  # global peer rank of send/recv, else null
         pa.field("async_op", pa.bool_()),  # issued with async_op=True (waited later)
-        # TF32 permission in force for a float32 matmul (torch.backends.cuda.matmul.allow_tf32) or
-        # convolution (torch.backends.cudnn.allow_tf32) when it was issued; null for other ops.
+        # TF32 permission in force for a float32 matmul (torch.backends.cuda.matmul.fp32_precision, or
+        # allow_tf32 in PyTorch before 2.9), convolution or cuDNN RNN (torch.backends.cudnn.conv / .rnn
+        # fp32_precision, or cudnn.allow_tf32) when it was issued; null for other ops.
         pa.field("allow_tf32", pa.bool_()),
     ]
 )

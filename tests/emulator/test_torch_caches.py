@@ -32,3 +32,49 @@ def test_meshes_outside_an_emulation_are_untouched():
     emulate_rank(str(GPT), TINY_TP_PP, "h100", 0, 8, 8)
     assert DeviceMesh.__init__.__module__ == "torch.distributed.device_mesh"
     assert torch.distributed.is_available()
+
+
+SWITCHES = """
+import torch
+torch.backends.cudnn.benchmark = True
+torch.backends.cuda.matmul.fp32_precision = "tf32"  # PyTorch 2.9's TF32 API; the older flags can no longer be read
+torch.backends.cudnn.conv.fp32_precision = "ieee"
+torch.backends.cuda.enable_flash_sdp(False)
+torch.set_grad_enabled(False)
+x = torch.randn(2, 3, 16, 16, device="cuda")
+torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3, device="cuda"))
+torch.randn(64, 64, device="cuda") @ torch.randn(64, 64, device="cuda")
+"""
+
+CONV = """
+import torch
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Linear(14, 14)).cuda()
+model(torch.randn(2, 3, 16, 16, device="cuda")).sum().backward()
+"""
+
+
+def _tf32_of(table, op):
+    rows = table.to_pandas()
+    return rows.loc[rows["op"] == op, "allow_tf32"].tolist()
+
+
+def test_a_script_that_sets_global_switches_leaves_later_emulations_as_in_a_fresh_process(tmp_path):
+    # cudnn.benchmark, TF32 and grad mode are process-wide and read by the recorder: a U-Net emulated
+    # after a ResNet script that set cudnn.benchmark recorded autotuned convolutions (1.4% faster).
+    switches, conv = tmp_path / "switches.py", tmp_path / "conv.py"
+    switches.write_text(SWITCHES)
+    conv.write_text(CONV)
+    before = (torch.backends.cudnn.benchmark, torch.backends.cuda.matmul.fp32_precision,
+              torch.backends.cudnn.conv.fp32_precision, torch.backends.cuda.flash_sdp_enabled(), torch.is_grad_enabled())
+    first = emulate_rank(str(conv), [], "h200", 0, 1, 1)
+    flagged = emulate_rank(str(switches), [], "h200", 0, 1, 1)
+    assert flagged.exit_code == 0, flagged.error
+    # The script's own TF32 choices by the newer API are what its ops record.
+    assert _tf32_of(flagged.table, "aten::mm") == [True]
+    assert _tf32_of(flagged.table, "aten::convolution") == [False]
+    assert (torch.backends.cudnn.benchmark, torch.backends.cuda.matmul.fp32_precision,
+            torch.backends.cudnn.conv.fp32_precision, torch.backends.cuda.flash_sdp_enabled(), torch.is_grad_enabled()) == before
+    torch.get_float32_matmul_precision()  # the older TF32 API reads again (PyTorch raises once the two disagree)
+    again = emulate_rank(str(conv), [], "h200", 0, 1, 1)
+    assert again.exit_code == 0, again.error
+    assert again.table.equals(first.table)
