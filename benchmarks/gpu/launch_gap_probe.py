@@ -20,13 +20,10 @@ printed). Only torch and the standard library are imported.
 
 import argparse
 import contextlib
-import gzip
 import io
 import json
-import os
 import runpy
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,7 +32,9 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "validation"))
+sys.path.insert(0, str(Path(__file__).parent))
 import suite  # noqa: E402
+from op_time_probe import write_chrome_trace  # noqa: E402
 
 ITERATIONS = 3
 MARK_CYCLES = 1000
@@ -77,12 +76,7 @@ def main():
                 h.remove()
         result = next((json.loads(line.split(" ", 1)[1]) for line in printed.getvalue().splitlines()
                        if line.startswith("MAYA_RESULT ")), {})
-        fd, raw = tempfile.mkstemp(suffix=".json")
-        os.close(fd)
-        prof.export_chrome_trace(raw)
-        with open(raw, "rb") as src, gzip.open(Path(args.out, f"{name}.trace.json.gz"), "wb") as dst:
-            dst.write(src.read())
-        os.unlink(raw)
+        write_chrome_trace(prof, Path(args.out, f"{name}.trace.json.gz"))
         Path(args.out, f"{name}.json").write_text(json.dumps({
             "workload": name, "argv": sys.argv[1:], "first_iteration": args.iteration, "iterations": ITERATIONS,
             "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,

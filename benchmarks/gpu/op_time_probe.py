@@ -35,6 +35,16 @@ def _gpu_ops(prof, group_by_input_shape: bool = False) -> list:
             if e.key.startswith("aten::") and e.self_device_time_total > 0]
 
 
+def write_chrome_trace(prof, path: Path) -> None:
+    """The profiler's Chrome trace, gzipped, at `path`."""
+    fd, raw = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    prof.export_chrome_trace(raw)
+    with open(raw, "rb") as src, gzip.open(path, "wb") as dst:
+        dst.write(src.read())
+    os.unlink(raw)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -78,12 +88,7 @@ def main():
                          "self_device_us": e.self_device_time_total}
                         for e in _gpu_ops(prof, group_by_input_shape=True)] if args.shapes else []
         if args.chrome:
-            fd, raw = tempfile.mkstemp(suffix=".json")
-            os.close(fd)
-            prof.export_chrome_trace(raw)
-            with open(raw, "rb") as src, gzip.open(Path(args.out, f"{name}.trace.json.gz"), "wb") as dst:
-                dst.write(src.read())
-            os.unlink(raw)
+            write_chrome_trace(prof, Path(args.out, f"{name}.trace.json.gz"))
         Path(args.out, f"{name}.json").write_text(json.dumps({
             "workload": name, "argv": sys.argv[1:], "iteration": args.iteration, "gpu": torch.cuda.get_device_name(),
             "torch": torch.__version__, "wall_ms": state["wall_s"] * 1e3, "kernel_busy_ms": busy_us / 1e3,
