@@ -299,6 +299,30 @@ def install_cuda_api(patcher: Patcher) -> None:
     patcher.set(torch.cuda, "memory_snapshot", torch.cuda.memory.memory_snapshot)
     patcher.set(torch.cuda.memory, "_set_allocator_settings", _set_allocator_settings)
     _install_accelerator(patcher, simple)
+    for name, emulated in (("Stream", EmulatedStream), ("Event", EmulatedEvent)):
+        if hasattr(torch, name):
+            patcher.set(torch, name, _device_generic(getattr(torch, name), emulated))
+
+
+def _device_generic(original: type, emulated: type) -> type:
+    """A stand-in for `torch.Stream` or `torch.Event`, the device-generic classes (PyTorch 2.5; device-
+    agnostic code builds its streams and events with them): one on a CUDA device, or on no device (the
+    current accelerator, which under emulation is CUDA), is the emulated `torch.cuda` one; any other
+    device gets PyTorch's own. Instances of either pass `isinstance` against it."""
+
+    class DeviceGeneric(type):
+        def __instancecheck__(cls, obj: object) -> bool:
+            return isinstance(obj, (original, emulated))
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, (original, emulated))
+
+        def __call__(cls, device: object = None, *args: object, **kwargs: object) -> object:
+            if device is None or torch.device(device).type == "cuda":
+                return emulated(*args, **kwargs) if emulated is EmulatedEvent else emulated(device, *args, **kwargs)
+            return original(device, *args, **kwargs)
+
+    return DeviceGeneric(original.__name__, (), {"__module__": "torch", "__doc__": original.__doc__})
 
 
 def _install_accelerator(patcher: Patcher, cuda_api: dict) -> None:

@@ -180,6 +180,25 @@ def _():
     m(torch.randn(4, 16, device="cuda")).sum().backward()
     opt.step()
 
+@case("device_generic_streams_events")
+def _():
+    # Device-agnostic code: torch.accelerator and the device-generic torch.Stream / torch.Event (PyTorch 2.5).
+    dev = torch.accelerator.current_accelerator()
+    s, start, end = torch.Stream(dev), torch.Event(dev, enable_timing=True), torch.Event(enable_timing=True)
+    assert isinstance(s, torch.Stream) and isinstance(torch.cuda.current_stream(), torch.Stream)
+    x = torch.randn(100, device=dev)
+    start.record()
+    with torch.cuda.stream(s):
+        x.mul_(2)
+    end.record(); torch.accelerator.current_stream().wait_stream(s); end.synchronize()
+    start.elapsed_time(end); torch.accelerator.synchronize()
+@case("tf32_fp32_precision_api")  # last: once a script uses this API, PyTorch refuses reads of the older flags
+def _():
+    torch.backends.cuda.matmul.fp32_precision = "tf32"
+    torch.backends.cudnn.conv.fp32_precision = "tf32"
+    a = torch.randn(64, 64, device=d)
+    a @ a; F.conv2d(torch.randn(1, 3, 8, 8, device=d), torch.randn(4, 3, 3, 3, device=d))
+
 
 failed = {k: v for k, v in results.items() if v != "ok"}
 for k, v in failed.items():
