@@ -76,6 +76,18 @@ class EmulatorFakeMode(FakeTensorMode):
         # Never constant-fold through a real device copy: the proxy device has no kernels.
         return True
 
+    def create_symbolic_nested_int(self, *, nt_tensor_id: int | None = None):
+        # A jagged nested tensor's ragged size is a symbolic "nested int", which needs the shape
+        # environment of a compiler trace; eager fake tensors have none (PyTorch's own message was
+        # "self.shape_env must not be None").
+        from maya.emulator.cuda_api import UnsupportedCudaCall
+
+        raise UnsupportedCudaCall(
+            "torch.nested jagged tensors (layout=torch.jagged, torch.nested.nested_tensor_from_jagged) cannot be "
+            "emulated by Maya: their ragged size is symbolic; pad the batch, or pack it into one sequence with "
+            "offsets, for the emulation"
+        )
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if _is_inplace_foreach(func) and self._only_our_plain_fakes(args, kwargs):
             return None  # see _is_inplace_foreach

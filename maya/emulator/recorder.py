@@ -373,7 +373,16 @@ class Recorder(TorchDispatchMode):
             return self._is_pinned(args[0])
         if runs_on_host(func, args, kwargs):  # real small CPU tensors: item() included
             with unset_fake_temporarily():
-                return func(*args, **kwargs)
+                try:
+                    return func(*args, **kwargs)
+                except RuntimeError as e:
+                    if "not linked with support for cuda" not in str(e):
+                        raise
+                    # A CUDA device among its positional arguments: a strided nested tensor's constructor
+                    # (torch.nested.nested_tensor without layout=torch.jagged) is the one known.
+                    raise self._unsupported(name, "it makes a CUDA tensor from host inputs by a path the emulated "
+                                            "GPU has no stand-in for (a strided nested tensor, "
+                                            "torch.nested.nested_tensor without layout=torch.jagged)") from None
         if func is aten._local_scalar_dense.default or func is aten.item.default:  # item(): in inference mode
             return self._item(args[0])
         if func is aten._grouped_mm.default and _on_gpu(args[0]) and grouped_mm_falls_back(

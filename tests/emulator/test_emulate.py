@@ -482,3 +482,19 @@ def test_an_op_with_a_nested_result_is_named(tmp_path):
     s = maya.emulate(script, trace_dir=tmp_path / "t")
     assert s.exit_code == 1
     assert "Maya cannot emulate aten::_nested_tensor_from_mask" in s.error and "nested or sparse tensor" in s.error
+
+
+@pytest.mark.parametrize("make, named", [
+    ("torch.nested.nested_tensor([torch.randn(3, 8), torch.randn(5, 8)], device='cuda')",
+     "Maya cannot emulate aten::_nested_tensor_from_tensor_list"),
+    ("torch.nested.nested_tensor([torch.randn(3, 8), torch.randn(5, 8)], layout=torch.jagged, device='cuda')",
+     "torch.nested jagged tensors"),
+])
+def test_nested_tensors_on_the_gpu_are_named(tmp_path, make, named):
+    # PyTorch's own errors named neither: "PyTorch is not linked with support for cuda devices" and
+    # "self.shape_env must not be None".
+    script = tmp_path / "nested.py"
+    script.write_text(f"import torch\nnt = {make}\n")
+    s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 1
+    assert named in s.error
