@@ -7,11 +7,12 @@ For each named suite workload (benchmarks/validation/suite.py) it runs the scrip
 its optimizer step `--iteration` - 1 to the end of step `--iteration` + 2, records the profiler's CUDA
 activity alone (`ProfilerActivity.CUDA`: every kernel, memcpy and memset, and the CUDA runtime call
 that launched each, on its host thread, with their correlation ids). No CPU op is recorded and no
-synchronisation starts the window, so the three iterations run as in a plain step, less the profiler's
-cost per launch; op_time_probe.py's CPU-op traces cost the host about twice its unprofiled time. At
-each step's end a `torch.cuda._sleep` kernel (`spin_kernel`) marks the boundary on the GPU timeline and
-among the launches. What it answers: how long the GPU idles in a steady step and where, and the host
-time between consecutive launches of a thread as a step really spends it.
+synchronisation starts the window (op_time_probe.py's iteration starts on an idle GPU and records CPU
+ops). At each step's end a `torch.cuda._sleep` kernel (`spin_kernel`) marks the boundary on the GPU
+timeline and among the launches. What it measures well is the GPU's busy time of a steady step
+(benchmarks/launch_gaps.py). The CUDA activity still costs the host at every launch: on an H100 lease,
+host-bound steps ran up to 1.95x slower than that lease's ground truth, GPU-bound ones 1.00-1.04x
+(benchmarks/results/launch_gaps_h100.md), so its idle time and launch gaps are a slowed host's.
 
 It writes DIR/<workload>.trace.json.gz (the Chrome trace) and DIR/<workload>.json (the script's
 argv, the GPU, torch, the wall time of the three iterations, and the CUDA-event step times the script
