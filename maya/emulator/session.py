@@ -70,6 +70,11 @@ class EmulationSession:
         self.state: EmulationState | None = None
 
     def __enter__(self) -> EmulationState:
+        # Fake tensors import torch._dynamo on first use; imported inside the session, its module-level
+        # tables would read Maya's stand-ins instead of torch.cuda's functions (PyTorch 2.14's reads
+        # `torch.cuda.use_mem_pool.__wrapped__`, which the stand-in lacks: every emulation failed).
+        import torch._dynamo  # noqa: F401
+
         install_backend()
         self.state = state = EmulationState(self.config)
         state.elapsed_time_ms = self.elapsed_time_ms

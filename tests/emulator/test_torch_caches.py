@@ -1,5 +1,7 @@
 """Emulations that share a process stay apart (maya.emulator.torch_caches): reused workers rely on it."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -78,3 +80,33 @@ def test_a_script_that_sets_global_switches_leaves_later_emulations_as_in_a_fres
     again = emulate_rank(str(conv), [], "h200", 0, 1, 1)
     assert again.exit_code == 0, again.error
     assert again.table.equals(first.table)
+
+
+DYNAMO_TABLES = """
+import sys
+import maya
+assert "torch._dynamo" not in sys.modules
+s = maya.emulate(sys.argv[1], trace_dir=sys.argv[2])
+assert s.exit_code == 0, s.error
+leaks = []
+for name, module in list(sys.modules.items()):
+    if module is None or not name.startswith("torch._dynamo"):
+        continue
+    for key, value in list(vars(module).items()):
+        items = value if isinstance(value, (set, frozenset, list, tuple)) else value.keys() if isinstance(value, dict) else ()
+        leaks += [f"{name}.{key}" for x in items if (getattr(x, "__module__", "") or "").startswith("maya.")]
+print(sorted(set(leaks)))
+"""
+
+
+def test_torch_dynamo_tables_are_built_from_torch_own_functions(tmp_path):
+    # Fake tensors import torch._dynamo on first use. Imported inside the first emulation of a process,
+    # its module-level tables took Maya's stand-ins for torch.cuda functions (constant_fold_functions:
+    # a later torch.compile would fold them), and PyTorch 2.14's read `torch.cuda.use_mem_pool.__wrapped__`,
+    # which the stand-in lacks, so every emulation failed.
+    script = tmp_path / "tiny.py"
+    script.write_text("import torch\n(torch.randn(4, device='cuda') * 2).sum().item()\n")
+    done = subprocess.run([sys.executable, "-c", DYNAMO_TABLES, str(script), str(tmp_path / "t")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
