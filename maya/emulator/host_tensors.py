@@ -62,6 +62,8 @@ def runs_on_host(func, args: tuple, kwargs: dict) -> bool:
             if not _real_small_cpu(a):
                 return False
             saw_tensor = True
+        elif isinstance(a, torch.device) and a.type != "cpu":  # passed by position (a nested tensor's constructor)
+            return False
         elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
             for t in a:
                 if isinstance(t, torch.Tensor) and not _real_small_cpu(t):

@@ -373,17 +373,7 @@ class Recorder(TorchDispatchMode):
             return self._is_pinned(args[0])
         if runs_on_host(func, args, kwargs):  # real small CPU tensors: item() included
             with unset_fake_temporarily():
-                try:
-                    return func(*args, **kwargs)
-                except RuntimeError:
-                    # A CUDA device among its positional arguments (runs_on_host reads the keyword one):
-                    # a strided nested tensor's constructor is the one known. PyTorch's error depends on
-                    # the build ("not linked with support for cuda devices", "Found no NVIDIA driver").
-                    if not any(isinstance(a, torch.device) and a.type == "cuda" for a in args):
-                        raise
-                    raise self._unsupported(name, "it makes a CUDA tensor from host inputs by a path the emulated "
-                                            "GPU has no stand-in for (a strided nested tensor, "
-                                            "torch.nested.nested_tensor without layout=torch.jagged)") from None
+                return func(*args, **kwargs)
         if func is aten._local_scalar_dense.default or func is aten.item.default:  # item(): in inference mode
             return self._item(args[0])
         if func is aten._grouped_mm.default and _on_gpu(args[0]) and grouped_mm_falls_back(
