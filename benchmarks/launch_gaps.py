@@ -17,7 +17,6 @@ apart from any host effect. Held-out workloads are refused.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 import sys
@@ -26,7 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+from ground_truth_repeatability import step_times  # noqa: E402
+from kernel_attribution import GPU_CATEGORIES, read_events  # noqa: E402
+
 MARK = "spin_kernel"
 
 
@@ -42,9 +43,7 @@ def union_us(intervals: list[tuple[float, float]]) -> float:
 
 def iterations(trace: Path) -> list[tuple[float, float]]:
     """(span, busy) milliseconds of each iteration between consecutive marker kernels."""
-    with gzip.open(trace, "rt") as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES]
-    events.sort(key=lambda e: e["ts"])
+    events = sorted((e for e in read_events(trace) if e.get("cat") in GPU_CATEGORIES), key=lambda e: e["ts"])
     marks = [e for e in events if MARK in e["name"]]
     out = []
     for a, b in zip(marks, marks[1:]):
@@ -55,12 +54,8 @@ def iterations(trace: Path) -> list[tuple[float, float]]:
 
 
 def lease_steps(folder: Path) -> dict[str, float]:
-    steps = {}
-    for path in sorted(folder.glob("ground_truth*.json")):
-        for w in json.loads(path.read_text())["workloads"]:
-            if w.get("ok"):
-                steps[w["name"]] = w["median_step_ms"]
-    return steps
+    """Workload -> median step time (ms) of a lease directory's ground_truth*.json files."""
+    return step_times(sorted(folder.glob("ground_truth*.json")))
 
 
 def maya_busy_ms(name: str, gpu: str, root: Path) -> float:
@@ -68,15 +63,13 @@ def maya_busy_ms(name: str, gpu: str, root: Path) -> float:
     from host_phase_factors import emulated_trace
 
     from maya.resimulate import simulate_trace_dir
+    from maya.simulator.chrome_trace import HOST_TID
 
     trace = emulated_trace(name, root)
     timeline = root / f"{name}.timeline.json"
     simulate_trace_dir(trace.parents[1], gpu=gpu, timeline_path=timeline)
-    events = json.loads(timeline.read_text())
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    host_tid = 1_000_000  # maya.simulator.chrome_trace: the host thread's tid; GPU streams are below it
-    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events
-             if e.get("ph") == "X" and e.get("tid", host_tid) < host_tid and e.get("args", {}).get("iteration") == 2]
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in read_events(timeline)
+             if e.get("tid", HOST_TID) != HOST_TID and e.get("args", {}).get("iteration") == 2]
     return union_us(spans) / 1e3
 
 
