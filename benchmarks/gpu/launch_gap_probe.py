@@ -39,7 +39,7 @@ from op_time_probe import write_chrome_trace  # noqa: E402
 
 ITERATIONS = 3
 MARK_CYCLES = 1000
-"""`torch.cuda._sleep` cycles of the step-boundary marker kernel (1.4 us on an H100: session37/s37a)."""
+"""`torch.cuda._sleep` cycles of the step-boundary marker kernel (its length is in each trace)."""
 
 
 def main():

@@ -23,8 +23,7 @@ registered under the name 5").
 - `remember_global_flags`, at the start of an emulation, keeps PyTorch's process-wide numerics
   switches (`GLOBAL_FLAGS`, TF32 by both of its APIs, the default dtype, grad mode, deterministic
   algorithms) and puts back at its end those the script changed. The recorder reads them: a script that
-  set `cudnn.benchmark` made every later emulation in the process record autotuned convolutions
-  (a U-Net emulated after a ResNet script was predicted 1.4% faster than in a fresh process).
+  set `cudnn.benchmark` made every later emulation in the process record autotuned convolutions.
 """
 
 from __future__ import annotations
