@@ -109,4 +109,23 @@ WORKLOADS: tuple[Workload, ...] = (
     Workload(name="mlp_tiny_deep_sgd_bf16", script="mlp_tiny.py",
              argv=("--depth", "96", "--width", "256", "--batch-size", "64", "--optimizer", "sgd",
                    "--precision", "bf16-autocast"), held_out=True),
+    # Added 2026-12-06 (session 38): predicted and the predictions committed before any GPU ran them
+    # (benchmarks/validation/PREREGISTERED.md); the held-out ones chosen before either.
+    Workload(name="hf_qwen2_0p5b_bf16", script="hf_qwen2.py",
+             argv=("--batch-size", "4", "--seq-len", "1024", "--precision", "bf16-autocast")),
+    Workload(name="hf_whisper_base_bf16", script="hf_whisper.py",
+             argv=("--batch-size", "16", "--label-len", "128", "--precision", "bf16-autocast"), held_out=True),
+    Workload(name="efficientnet_b0_bf16_channels_last", script="efficientnet.py",
+             argv=("--batch-size", "128", "--precision", "bf16-autocast", "--channels-last"), held_out=True),
+    Workload(name="llama_1b_bf16_seq4096_ckpt", script="llama.py",
+             argv=("--model", "1b", "--batch-size", "2", "--seq-len", "4096", "--precision", "bf16", "--checkpoint"),
+             held_out=True),
+    Workload(name="vit_large_bf16_ckpt", script="vit.py",
+             argv=("--batch-size", "32", "--dim", "1024", "--depth", "24", "--n-heads", "16", "--precision",
+                   "bf16-autocast", "--checkpoint")),
+    Workload(name="lstm_lm_3layer_seq256_fp32", script="lstm_lm.py",
+             argv=("--batch-size", "32", "--seq-len", "256", "--hidden-size", "768", "--num-layers", "3"),
+             held_out=True),
+    Workload(name="unet_fp32_128px", script="unet.py",
+             argv=("--batch-size", "16", "--image-size", "128", "--base-channels", "64", "--precision", "fp32")),
 )
