@@ -42,6 +42,10 @@ TINY_ARGV = {
     "dlrm.py": ["--batch-size", "8", "--rows-per-table", "100", "--embedding-dim", "16"],
     "torch_transformer.py": ["--batch-size", "2", "--seq-len", "16", "--d-model", "32", "--n-heads", "2",
                              "--n-layers", "2"],
+    "hf_qwen2.py": ["--num-layers", "2", "--hidden-size", "64", "--intermediate-size", "96", "--num-heads", "4",
+                    "--num-kv-heads", "2", "--seq-len", "16", "--batch-size", "2"],
+    "hf_whisper.py": ["--d-model", "32", "--layers", "1", "--heads", "2", "--label-len", "8", "--batch-size", "2"],
+    "efficientnet.py": ["--batch-size", "2", "--image-size", "32", "--channels-last"],
 }
 
 
