@@ -28,12 +28,17 @@ GIB = 1024**3
 
 
 def registered_predictions(path: Path, gpu: str) -> dict[str, dict]:
-    """Workload -> {"held_out", "step_ms", "allocated_gib"} of `gpu` from the markdown table of `path`.
+    """Workload -> {"held_out", "step_ms", "allocated_gib"} of `gpu` from the first markdown table of `path`.
 
     Raises:
         ValueError: the file has no table with `gpu`'s step-time column.
     """
-    lines = [line.strip() for line in path.read_text().splitlines() if line.strip().startswith("|")]
+    lines = []  # the file's first table: its first run of lines that start with "|"
+    for line in path.read_text().splitlines():
+        if line.strip().startswith("|"):
+            lines.append(line.strip())
+        elif lines:
+            break
     if not lines:
         raise ValueError(f"{path}: no table")
     header = [c.strip() for c in lines[0].strip("|").split("|")]

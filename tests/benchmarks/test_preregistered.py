@@ -17,6 +17,12 @@ TABLE = """# registered
 |---|---|---:|---:|---:|---:|
 | gpt2_124m_bf16 | no | {ms} | {gib} | 1.0 | 1.0 |
 | not_yet_measured | yes | 10.0 | 1.0 | 1.0 | 1.0 |
+
+A later table is not read:
+
+| workload | compute |
+|---|---:|
+| gpt2_124m_bf16 | 55% |
 """
 
 
