@@ -247,6 +247,20 @@ def _summary_line(label: str, group: list[Row], error) -> str:
     return f"- {label}: median |error| {med_s}, worst |error| {worst_s}{worst_name} over {n} of {len(group)} workloads"
 
 
+def join_leases(rows: list[Row], gpu: str) -> None:
+    """Score each measured row on the median step time over `gpu`'s leases (`LEASE_SETS`: its scored
+    ground truth and its other leases' files), keeping the scored file's figure as `first_lease_ms`,
+    with the leases' spread and range."""
+    measured = measurements(gpu)  # every lease's file, read once
+    times, spreads, medians = lease_times(measured), lease_spreads(measured), lease_medians(measured)
+    for r in rows:
+        r.spread = spreads.get(r.name)
+        if r.measured_ms is not None and r.name in medians:
+            r.first_lease_ms = r.measured_ms
+            r.measured_ms, r.leases = medians[r.name]
+            r.lease_range_ms = (min(times[r.name]), max(times[r.name]))
+
+
 def first_line(text: str | None) -> str:
     """The line that says what went wrong: a traceback's last line (the exception), else the only line."""
     for line in (text or "").strip().splitlines()[::-1]:
@@ -422,14 +436,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = [compare(w, summaries[w.name], truth.get(w.name)) for w in workloads]
     if leases_of:
-        measured = measurements(leases_of)  # every lease's file, read once
-        times, spreads, medians = lease_times(measured), lease_spreads(measured), lease_medians(measured)
-        for r in rows:
-            r.spread = spreads.get(r.name)
-            if r.measured_ms is not None and r.name in medians:
-                r.first_lease_ms = r.measured_ms
-                r.measured_ms, r.leases = medians[r.name]
-                r.lease_range_ms = (min(times[r.name]), max(times[r.name]))
+        join_leases(rows, leases_of)
     body = format_table(rows) + "\n\n" + "\n".join(summary_lines(rows)) + "\n"
     print(body)
 
