@@ -33,13 +33,15 @@ def test_scores_the_registered_figures_against_the_lease_median(tmp_path):
     path = tmp_path / "reg.md"
     path.write_text(TABLE.format(ms=measured_ms * 1.1, gib=measured_gib * 0.5))
     registered = preregistered.registered_predictions(path, "h200")
-    assert registered["not_yet_measured"] == {"held_out": True, "step_ms": 10.0, "allocated_gib": 1.0}
+    assert registered["not_yet_measured"] == {"held_out": True, "step_ms": 10.0, "allocated_gib": 1.0,
+                                              "reserved_gib": None}
     out = preregistered.score(registered, "h200")
     row = next(line for line in out.splitlines() if line.startswith("| gpt2_124m_bf16 "))
-    assert f"| {measured_ms:.2f} | {leases} | +10.0% |" in row and row.endswith("| -50.0% |")
-    assert "| not_yet_measured | yes | 10.00 | not measured |" in out
-    assert "- the others time: median |error| 10.0%, worst 10.0% (gpt2_124m_bf16) over 1 measured" in out
-    assert "held out time" not in out  # nothing held out was measured
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:4] == [f"{measured_ms:.2f}", str(leases)] and cells[6] == "+10.0%" and cells[9] == "-50.0%"
+    assert "| not_yet_measured | yes | — | 0 | — | 10.00 |" in out and out.rstrip().count("no ground truth") == 1
+    assert "- calibration time: median |error| 10.0%, worst |error| 10.0% (gpt2_124m_bf16) over 1 of 1 workloads" in out
+    assert "- held-out time: median |error| —, worst |error| — over 0 of 1 workloads" in out  # nothing held out measured
 
 
 def test_a_file_without_the_gpus_columns_is_named(tmp_path, capsys):
