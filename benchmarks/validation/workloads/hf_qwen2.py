@@ -1,6 +1,6 @@
 """Hugging Face Qwen2ForCausalLM training on one GPU, built from a Qwen2Config (no weights downloaded).
 
-The published Qwen2-0.5B shape (about 490M parameters: 24 layers, width 896, 14 query heads sharing
+The published Qwen2-0.5B shape (494.0M parameters, as the script prints: 24 layers, width 896, 14 query heads sharing
 2 key/value heads, SwiGLU MLP 4864, a 151,936-token vocabulary whose embedding is tied to the output
 layer, biases on the query/key/value projections), attn_implementation="sdpa", causal-LM loss
 computed by the model from labels = input_ids, fused AdamW with gradient clipping.

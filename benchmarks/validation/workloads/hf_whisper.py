@@ -1,6 +1,6 @@
 """Hugging Face WhisperForConditionalGeneration training on one GPU, built from a WhisperConfig (no weights downloaded).
 
-The published whisper-base shape (about 72M parameters: a two-convolution stem over 80 log-mel
+The published whisper-base shape (72.6M parameters, as the script prints: a two-convolution stem over 80 log-mel
 bins, 6 encoder and 6 decoder layers of width 512 with 8 heads and a GELU MLP of 2048, a 51,865-token
 vocabulary), attn_implementation="sdpa". Each sample is 30 s of synthetic log-mel features (3000
 frames, which the stride-2 stem halves to the encoder's 1500 positions) and a synthetic transcript
