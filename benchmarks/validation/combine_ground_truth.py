@@ -1,10 +1,16 @@
 """Join ground-truth files measured in parts on one lease (measure_ground_truth.py --only ...) into one.
 
     python benchmarks/validation/combine_ground_truth.py PART.json PART.json ... --out FILE.json
+    python benchmarks/validation/combine_ground_truth.py PART.json --into FILE.json
 
 The environment is the first part's (the parts must name the same GPU, driver, torch, cuDNN and
 allocator setting), with `parts`: each part's command, date and wall time. Workloads come in the suite's
 order; a suite workload no part measured is an error.
+
+With `--into`, the parts' workloads are added to an existing ground truth measured on another lease (a
+workload added to the suite after it), each with `measured_separately`: its part's date and command.
+The parts must name the file's GPU, driver, torch and cuDNN; a workload the file already has is an
+error, so a measurement is never silently replaced.
 """
 
 import argparse
@@ -36,13 +42,43 @@ def combine(parts: list[dict]) -> dict:
     return {"environment": environment, "workloads": [by_name[w.name] for w in WORKLOADS]}
 
 
+def add_separately(base: dict, parts: list[dict]) -> dict:
+    """`base` with the workloads of `parts` added, each marked `measured_separately`, in the suite's order;
+    ValueError if a part names another GPU, driver, torch or cuDNN, or measures a workload `base` has."""
+    environment = base["environment"]
+    by_name = {w["name"]: w for w in base["workloads"]}
+    for part in parts:
+        for key in SAME:
+            # An allocator setting left unset reads as None in older files and "" in newer ones.
+            if (environment.get(key) or None) != (part["environment"].get(key) or None):
+                raise ValueError(f"the part differs from the file in {key}: "
+                                 f"{part['environment'].get(key)} vs {environment.get(key)}")
+        for workload in part["workloads"]:
+            if workload["name"] in by_name:
+                raise ValueError(f"{workload['name']} is already in the file: not replaced")
+            by_name[workload["name"]] = dict(workload, measured_separately={
+                key: part["environment"].get(key) for key in ("date_utc", "command")})
+    order = {w.name: i for i, w in enumerate(WORKLOADS)}
+    unknown = sorted(set(by_name) - set(order))
+    if unknown:
+        raise ValueError(f"not in the suite: {', '.join(unknown)}")
+    return {"environment": environment, "workloads": sorted(by_name.values(), key=lambda w: order[w["name"]])}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("parts", nargs="+", type=Path)
-    p.add_argument("--out", type=Path, required=True)
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, help="write the parts joined into one ground truth here")
+    where.add_argument("--into", type=Path, help="add the parts' workloads to this ground truth, in place")
     args = p.parse_args(argv)
+    parts = [json.loads(path.read_text()) for path in args.parts]
     try:
-        joined = combine([json.loads(path.read_text()) for path in args.parts])
+        if args.into:
+            joined = add_separately(json.loads(args.into.read_text()), parts)
+            args.out = args.into
+        else:
+            joined = combine(parts)
     except ValueError as e:
         p.error(str(e))
     args.out.write_text(json.dumps(joined, indent=1) + "\n")
