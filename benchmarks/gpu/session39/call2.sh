@@ -2,7 +2,9 @@
 # Session 39, one GPU: the host microbenchmarks, the ground truth of the seven workloads registered in
 # session 38 (another lease of them), then where the step time goes in the three of them that are
 # calibration workloads (hf_qwen2_0p5b_bf16, vit_large_bf16_ckpt, unet_fp32_128px): per-phase host time
-# (host_phase_probe.py) and one profiled iteration with its Chrome trace (op_time_probe.py --chrome).
+# (host_phase_probe.py, with gpt2_350m_ckpt, the other checkpointed calibration workload of the same
+# width and depth as the ViT-L, beside them) and one profiled iteration with its Chrome trace
+# (op_time_probe.py --chrome).
 # Everything comes back as one tarball. From the repository root:
 #   bash benchmarks/gpu/session39/call2.sh $OUT TAG
 set -u
@@ -16,7 +18,7 @@ timeout 60 python3 -m maya.estimator.profiler --out "$DIR/host" --families host 
 names=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks/validation'); import suite; print(' '.join(w.name for w in suite.WORKLOADS[30:]))")
 timeout 200 python3 benchmarks/validation/measure_ground_truth.py --out "$DIR/ground_truth.json" --only $names \
   > "$DIR/ground_truth.log" 2>&1; echo "ground truth rc=$?"
-timeout 150 python3 benchmarks/gpu/host_phase_probe.py --out "$DIR/host_phase" $CALIBRATION > "$DIR/host_phase.log" 2>&1
+timeout 180 python3 benchmarks/gpu/host_phase_probe.py --out "$DIR/host_phase" $CALIBRATION gpt2_350m_ckpt > "$DIR/host_phase.log" 2>&1
 echo "host_phase rc=$?"
 timeout 100 python3 benchmarks/gpu/op_time_probe.py --out "$DIR/op_times" --chrome $CALIBRATION > "$DIR/op_times.log" 2>&1
 echo "op_times rc=$?"
