@@ -24,7 +24,8 @@ class EventKind(str, enum.Enum):
     """The end of an iteration (`optimizer.step()` returned, or `maya.mark_iteration()`)."""
     HOST = "host"
     """Host-only framework work whose CPU cost is calibrated by category, named by `op`
-    (`torch:checkpoint`: one activation-checkpoint region)."""
+    (`torch:checkpoint`: one activation-checkpoint region's forward; `torch:checkpoint_recompute`: its
+    recomputation in backward)."""
 
 
 class Phase(str, enum.Enum):

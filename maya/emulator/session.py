@@ -659,19 +659,32 @@ def _patch_lazy_parameters(patcher: Patcher) -> None:
 
 
 def _patch_checkpoint(patcher: Patcher, state: EmulationState, tracker: ModuleTracker) -> None:
-    """Record each activation-checkpoint region as a host event: its Python bookkeeping (RNG state,
-    saved-tensor hooks, recomputation set-up) costs host time that no GPU op accounts for."""
+    """Record each activation-checkpoint region as host events: its Python bookkeeping costs host time
+    that no GPU op accounts for, in two places. `torch:checkpoint` follows the region's forward (RNG
+    state, saved-tensor hooks); `torch:checkpoint_recompute` precedes each recomputation of the region
+    in backward (the unpack hook that re-runs the forward, its hooks and RNG state restored). Each
+    carries the GPU ops of the region's forward as `ops`."""
     import torch.utils.checkpoint as ckpt
 
     original = ckpt.checkpoint
 
     def checkpoint(function, *args, use_reentrant=None, **kwargs):
         phase, module = tracker.current()
+        region = {"calls": 0, "ops": 0}
+
+        def run(*fargs, **fkwargs):
+            region["calls"] += 1
+            if region["calls"] > 1:  # the forward again: a recomputation in backward
+                now_phase, now_module = tracker.current()
+                state.add_row(EventKind.HOST, "torch:checkpoint_recompute", phase=now_phase, module=now_module,
+                              attrs={"use_reentrant": use_reentrant, "ops": region["ops"]})
+            return function(*fargs, **fkwargs)
+
         first = len(state.rows)
-        out = original(function, *args, use_reentrant=use_reentrant, **kwargs)
-        ops = sum(1 for row in state.rows[first:] if row[2] == EventKind.KERNEL.value)
+        out = original(run, *args, use_reentrant=use_reentrant, **kwargs)
+        region["ops"] = sum(1 for row in state.rows[first:] if row[2] == EventKind.KERNEL.value)
         state.add_row(EventKind.HOST, "torch:checkpoint", phase=phase, module=module,
-                      attrs={"use_reentrant": use_reentrant, "ops": ops})
+                      attrs={"use_reentrant": use_reentrant, "ops": region["ops"]})
         return out
 
     patcher.set(ckpt, "checkpoint", checkpoint)

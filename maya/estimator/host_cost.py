@@ -114,7 +114,8 @@ def attention_extra_us(gpu: str = "h200") -> dict[str, float]:
 
 
 HOST_EVENT_COST = {
-    "torch:checkpoint": ("checkpoint_region_us", "checkpoint_per_op_us"),
+    "torch:checkpoint": ("checkpoint_forward_region_us", "checkpoint_forward_per_op_us"),
+    "torch:checkpoint_recompute": ("checkpoint_recompute_region_us", "checkpoint_recompute_per_op_us"),
     "dtensor:op": ("dtensor_op_us", "dtensor_list_entry_us"),
     "fsdp:unit": ("fsdp_unit_us", "fsdp_unit_per_param_us"),
     "ddp:step": ("ddp_step_us", "ddp_param_us"),
@@ -122,7 +123,24 @@ HOST_EVENT_COST = {
 """Host event op -> (fixed, per-op) host_overhead.json figures it is charged; the per-op figure is
 multiplied by the event's `ops` attribute (checkpoint: the GPU ops its region ran, recomputed in
 backward; DTensor: the DTensors of a foreach list beyond the first; FSDP2 and DDP: the parameters).
-The FSDP2 unit's figures cover its forward and backward hooks together, charged at its forward."""
+The FSDP2 unit's figures cover its forward and backward hooks together, charged at its forward. A
+checkpoint region's figures are split by `checkpoint_figures`."""
+
+
+def checkpoint_figures(costs: Mapping[str, float]) -> dict[str, float]:
+    """The host figures of a checkpoint region's two events from `costs` (host_overhead.json's
+    `per_op_us`): `checkpoint_region_us` and `checkpoint_per_op_us` are a region's whole extra host
+    time, and `checkpoint_forward_region_us` and `checkpoint_forward_per_op_us` the share of it its
+    forward pays (`torch:checkpoint`); the rest is paid where backward recomputes the region
+    (`torch:checkpoint_recompute`). A profile without the forward share (measured before 2026-12-06)
+    charges the whole at the forward, as Maya did then."""
+    out = {}
+    for part in ("region", "per_op"):
+        total = costs.get(f"checkpoint_{part}_us", 0.0)
+        forward = min(max(costs.get(f"checkpoint_forward_{part}_us", total), 0.0), total)
+        out[f"checkpoint_forward_{part}_us"] = forward
+        out[f"checkpoint_recompute_{part}_us"] = total - forward
+    return out
 
 
 def forward_in_situ_factor(gpu: str = "h200") -> float:
@@ -147,6 +165,7 @@ def host_costs_us(
             `module_forward_op_us` (1.0 gives the microbenchmark's figure alone).
     """
     costs = {**host_overhead(gpu), **(per_op_us or {})}
+    costs.update(checkpoint_figures(costs))
     factor = forward_in_situ_factor(gpu) if forward_factor is None else forward_factor
     figures = {p: costs[k] * (factor if p == "forward" else 1.0) for p, k in PHASE_COST.items()}
     per_phase = df["phase"].map(figures).fillna(costs["aten_op_us"])

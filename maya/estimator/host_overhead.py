@@ -51,6 +51,9 @@ METHOD = (
     "per-recomputed-op extra host time of a torch.utils.checkpoint.checkpoint(use_reentrant=False) "
     "region over the plain step (less the recomputed ops charged as backward ops), from a line "
     "through two block kinds (Linear+ReLU, and a small transformer block); "
+    "checkpoint_forward_region_us and checkpoint_forward_per_op_us = the same line through the "
+    "checkpointed forward's extra host time over the plain forward (grad enabled), the share a region "
+    "pays before backward recomputes it; "
     "rnn_cell_forward_us and rnn_cell_backward_us = host time per time step of a one-layer "
     "nn.LSTM(16, 16) over 256 steps of batch 1, forward and (forward + backward) - forward, each the "
     "fastest of 3 timed chains: cuDNN "
@@ -126,9 +129,11 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
     per_op_us["autograd_backward_call_us"] = call_us
     kernel_ops["autograd_backward_op_us"] = backward_ops
 
-    fixed, per_op = _checkpoint_costs_us(device, n, sync, per_op_us["autograd_backward_op_us"])
+    fixed, per_op, forward_fixed, forward_per_op = _checkpoint_costs_us(device, n, sync, per_op_us["autograd_backward_op_us"])
     per_op_us["checkpoint_region_us"] = fixed
     per_op_us["checkpoint_per_op_us"] = per_op
+    per_op_us["checkpoint_forward_region_us"] = max(forward_fixed, 0.0)  # a line through two noisy points
+    per_op_us["checkpoint_forward_per_op_us"] = max(forward_per_op, 0.0)
 
     step_us = {}
     for n_params in (16, 128):
@@ -237,17 +242,20 @@ class _AttentionBlock(torch.nn.Module):
 
 def _checkpoint_costs_us(
     device: torch.device, n: int, sync: Callable[[], None], backward_op_us: float
-) -> tuple[float, float]:
-    """(fixed, per recomputed op) host cost of a `torch.utils.checkpoint.checkpoint` region
-    (use_reentrant=False) beyond its recomputed ops, which Maya charges as backward ops.
+) -> tuple[float, float, float, float]:
+    """(fixed, per recomputed op, forward's fixed, forward's per op) host cost of a
+    `torch.utils.checkpoint.checkpoint` region (use_reentrant=False) beyond its recomputed ops, which
+    Maya charges as backward ops.
 
     Measured as (checkpointed step - plain step) per region for two block kinds, Linear+ReLU and a
     small transformer block, less the recomputed ops at `backward_op_us`; a line through the two
-    points gives the fixed and per-op shares.
+    points gives the fixed and per-op shares. The forward's share is the same line through
+    (checkpointed forward - plain forward) per region, both with grad enabled: what the region costs
+    before backward recomputes it.
     """
     from torch.utils.checkpoint import checkpoint
 
-    points = []
+    points, forward_points = [], []
     for make, shape in (
         (lambda: torch.nn.Sequential(torch.nn.Linear(TINY_FEATURES, TINY_FEATURES), torch.nn.ReLU()), (1, TINY_FEATURES)),
         (_AttentionBlock, (1, 8, TINY_FEATURES)),
@@ -255,24 +263,35 @@ def _checkpoint_costs_us(
         blocks = [make().to(device) for _ in range(MODULE_DEPTH)]
         inp = torch.randn(*shape, device=device)
 
-        def plain() -> None:
+        def forward(region: Callable[[torch.nn.Module, torch.Tensor], torch.Tensor]) -> torch.Tensor:
             x = inp.requires_grad_(True)
             for block in blocks:
-                x = block(x)
-            x.sum().backward()
+                x = region(block, x)
+            return x
 
-        def checkpointed() -> None:
-            x = inp.requires_grad_(True)
-            for block in blocks:
-                x = checkpoint(block, x, use_reentrant=False)
-            x.sum().backward()
+        def plain_region(block: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+            return block(x)
+
+        def checkpointed_region(block: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+            return checkpoint(block, x, use_reentrant=False)
 
         ops = _count_ops(lambda: blocks[0](inp))
-        extra_s = _time_chain(checkpointed, n, sync) - _time_chain(plain, n, sync)
-        points.append((ops, extra_s * 1e6 / (n * len(blocks)) - ops * backward_op_us))
-    (ops_a, cost_a), (ops_b, cost_b) = points
-    per_op = (cost_b - cost_a) / (ops_b - ops_a)
-    return cost_a - per_op * ops_a, per_op
+        per_region = 1e6 / (n * len(blocks))
+        extra_s = (_time_chain(lambda: forward(checkpointed_region).sum().backward(), n, sync)
+                   - _time_chain(lambda: forward(plain_region).sum().backward(), n, sync))
+        points.append((ops, extra_s * per_region - ops * backward_op_us))
+        forward_s = _time_chain(lambda: forward(checkpointed_region), n, sync) - _time_chain(lambda: forward(plain_region), n, sync)
+        forward_points.append((ops, forward_s * per_region))
+    fixed, per_op = _line(points)
+    forward_fixed, forward_per_op = _line(forward_points)
+    return fixed, per_op, forward_fixed, forward_per_op
+
+
+def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(intercept, slope) of the line through two (x, y) points."""
+    (x_a, y_a), (x_b, y_b) = points
+    slope = (y_b - y_a) / (x_b - x_a)
+    return y_a - slope * x_a, slope
 
 
 def _layer_extras_us(device: torch.device, n: int, sync: Callable[[], None]) -> dict[str, float]:

@@ -92,7 +92,15 @@ def test_activation_checkpointing_recomputes_forward_in_backward(tmp_path, mode)
     assert (bwd.op == "aten::_scaled_dot_product_cudnn_attention").sum() == 2  # recomputed per layer
     assert ckpt.peak_allocated_bytes < plain.peak_allocated_bytes
     trace = read_rank_trace(ckpt.trace_dir, 0).to_pandas()
-    assert list(trace[trace.kind == "host"].op) == ["torch:checkpoint"] * 2  # one region per layer
+    host = trace[trace.kind == "host"]
+    # One region per layer after its forward, and one recomputation of it in backward, before the
+    # recomputed ops; both carry the region's forward ops.
+    assert list(host.op) == ["torch:checkpoint"] * 2 + ["torch:checkpoint_recompute"] * 2
+    assert list(host.phase) == ["forward"] * 2 + ["backward"] * 2
+    ops = [json.loads(a)["ops"] for a in host["attrs"]]
+    assert ops[0] > 0 and ops == [ops[0]] * 4
+    between = trace.loc[host.index[2]:host.index[3]]  # the last layer's recomputation and backward
+    assert (between.op == "aten::_scaled_dot_product_cudnn_attention").sum() == 1
 
 
 def test_gradient_accumulation_doubles_forward_work(scripts, tmp_path):

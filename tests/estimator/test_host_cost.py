@@ -38,6 +38,22 @@ def test_each_kind_of_row_pays_its_measured_cost():
     assert host[6] == pytest.approx(c["aten_op_us"] + 24 * per_entry)
 
 
+def test_a_checkpoint_region_pays_its_forward_share_after_the_forward_and_the_rest_at_recomputation():
+    c = host_overhead("h200")
+    rows = pd.DataFrame({"kind": ["host", "host"], "phase": ["forward", "backward"],
+                         "op": ["torch:checkpoint", "torch:checkpoint_recompute"],
+                         "input_shapes": [[], []], "attrs": [json.dumps({"ops": 10})] * 2})
+    whole = c["checkpoint_region_us"] + 10 * c["checkpoint_per_op_us"]
+    if "checkpoint_forward_region_us" not in c:  # a profile without the split: all at the forward
+        assert list(host_costs_us(rows)) == pytest.approx([whole, 0.0])
+    split = {"checkpoint_region_us": 300.0, "checkpoint_per_op_us": 70.0,
+             "checkpoint_forward_region_us": 100.0, "checkpoint_forward_per_op_us": 20.0}
+    assert list(host_costs_us(rows, per_op_us=split)) == pytest.approx([100.0 + 10 * 20.0, 200.0 + 10 * 50.0])
+    # A forward share above the whole (two noisy lines) is capped: the recomputation never pays < 0.
+    over = dict(split, checkpoint_forward_per_op_us=90.0)
+    assert list(host_costs_us(rows, per_op_us=over)) == pytest.approx([100.0 + 10 * 70.0, 200.0])
+
+
 def test_forward_launches_pay_the_in_situ_factor_and_figures_can_be_another_machines():
     # Real models issue a forward launch slower than the microbenchmark's module chain
     # (benchmarks/host_phase_factors.py measured 1.3-2.6x on host-bound calibration workloads).

@@ -200,6 +200,10 @@ def test_host_overhead_on_cpu():
         for phase in ("forward", "backward"):
             assert 0 <= per_op[f"{layer}_{phase}_extra_us"] < 1e5
     assert "method" in result and "conv_forward_extra_us" in result["method"]
+    # A checkpoint region's forward share, measured beside its whole, floored at 0.
+    for part in ("region", "per_op"):
+        assert per_op[f"checkpoint_forward_{part}_us"] >= 0 and f"checkpoint_{part}_us" in per_op
+    assert "checkpoint_forward_region_us" in result["method"]
 
 
 def test_backward_figure_times_the_ops_it_counts():
