@@ -12,7 +12,8 @@ measured / modelled per phase.
 
 Only steps where the host, not the GPU, set the pace say anything about host cost (on a GPU-bound
 step the host blocks on a full launch queue, and its issue time is the GPU's): a workload counts on a
-lease when its profiled kernel time (`kernel_busy_ms`, benchmarks/gpu/op_times_h200) is under 80% of
+lease when its profiled kernel time (`kernel_busy_ms`, benchmarks/gpu/op_times_h200, else the lease's
+own `op_times/`; a workload profiled in neither is marked unknown and not counted) is under 80% of
 the step measured on that lease, and it does not checkpoint activations (checkpoint regions have their
 own figures). Held-out workloads are refused. `--lease DIR` reads those lease directories instead
 (also in a device call's layout: `host*/host_overhead.json` and `host_phase/NAME.json.gz`), for
@@ -101,6 +102,15 @@ def modelled_phases(trace: Path, figures: dict[str, float]) -> dict[str, float]:
     return {p: float(host[(df["phase"] == p).to_numpy()].sum()) / 1e3 for p in PHASES}
 
 
+def kernel_busy_ms(name: str, lease: Path) -> float | None:
+    """GPU kernel time of one profiled step of `name` (op_time_probe.py's `kernel_busy_ms`): the H200
+    profile in benchmarks/gpu/op_times_h200, else the lease's own (`LEASE/op_times/`), else None."""
+    for path in (OP_TIMES / f"{name}.json", lease / "op_times" / f"{name}.json"):
+        if path.is_file():
+            return json.loads(path.read_text())["kernel_busy_ms"]
+    return None
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help="store the forward factor in host_overhead.json")
@@ -133,18 +143,24 @@ def main() -> None:
                     continue
                 measured = measured_phases(json.loads(gzip.decompress(path.read_bytes())))
                 model = modelled_phases(trace, figures)
-                busy = json.loads((OP_TIMES / f"{name}.json").read_text())["kernel_busy_ms"]
+                busy = kernel_busy_ms(name, lease)
                 checkpoints = "--checkpoint" in next(w for w in WORKLOADS if w.name == name).argv
-                host_bound = busy < HOST_BOUND_BUSY_SHARE * measured["step"] and not checkpoints
+                host_bound = busy is not None and busy < HOST_BOUND_BUSY_SHARE * measured["step"] and not checkpoints
                 if host_bound:
                     ratios.setdefault(name, []).append(measured["forward"] / model["forward"])
                 cells = " | ".join(f"{measured[p]:.2f} / {model[p]:.2f} = {measured[p] / model[p]:.2f}" for p in PHASES)
-                emit(f"| {lease.name} | {name} | {measured['step']:.2f} | {'yes' if host_bound else 'no'} | {cells} |")
+                bound = "unknown (never profiled)" if busy is None else "yes" if host_bound else "no"
+                emit(f"| {lease.name} | {name} | {measured['step']:.2f} | {bound} | {cells} |")
     per_workload = {n: statistics.median(r) for n, r in ratios.items()}
-    factor = round(statistics.median(per_workload.values()), 3)
     emit()
     emit(f"- forward measured / modelled, host-bound steps: {json.dumps({n: round(v, 3) for n, v in per_workload.items()})}")
     shipped = json.loads(HOST_FILE.read_text()).get("forward_in_situ_factor")
+    if not per_workload:
+        emit(f"- forward_in_situ_factor: no host-bound calibration step to fit it on; shipped: {shipped}")
+        if args.write:
+            p.error("no host-bound calibration step: nothing to write")
+        return
+    factor = round(statistics.median(per_workload.values()), 3)
     emit(f"- forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads); shipped: {shipped}")
     if args.out:
         leases_arg = "".join(f" --lease {d}" for d in args.lease or [])

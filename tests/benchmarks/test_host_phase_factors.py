@@ -42,3 +42,13 @@ def test_write_is_refused_with_another_lease(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         factors.main()
     assert "not with --lease" in capsys.readouterr().err
+
+
+def test_kernel_busy_comes_from_the_h200_profiles_else_the_leases_own_else_none(tmp_path):
+    (tmp_path / "op_times").mkdir()
+    (tmp_path / "op_times" / "hf_qwen2_0p5b_bf16.json").write_text(json.dumps({"kernel_busy_ms": 69.3}))
+    (tmp_path / "op_times" / "gpt2_124m_bf16.json").write_text(json.dumps({"kernel_busy_ms": 1.0}))
+    assert factors.kernel_busy_ms("hf_qwen2_0p5b_bf16", tmp_path) == 69.3
+    h200 = json.loads((factors.OP_TIMES / "gpt2_124m_bf16.json").read_text())["kernel_busy_ms"]
+    assert factors.kernel_busy_ms("gpt2_124m_bf16", tmp_path) == h200 != 1.0
+    assert factors.kernel_busy_ms("unet_fp32_128px", tmp_path / "elsewhere") is None
