@@ -2,7 +2,7 @@
 # Keep the checkout under the device tool's 64 MiB carry limit for a device call, from the repository root:
 #   bash benchmarks/gpu/device_tree.sh out     # before the call: move the folders below aside
 #   bash benchmarks/gpu/device_tree.sh back    # right after it (and before any commit): move them back
-# The folders moved are committed data no device call reads: four benchmark folders of earlier
+# The folders moved are committed data no device call reads: five benchmark folders of earlier
 # measurements and the fitted models (the profiler, the ground-truth runners and the probes never load
 # them). They go to $MAYA_DEVICE_ASIDE (default /tmp/maya-device-aside). `out` refuses when that
 # already holds them (a call whose `back` was never run); `back` refuses to overwrite a folder that
@@ -12,6 +12,7 @@ set -eu
 ROOT=${MAYA_DEVICE_ROOT:-$PWD}
 ASIDE=${MAYA_DEVICE_ASIDE:-/tmp/maya-device-aside}
 FOLDERS=(benchmarks/gpu/host_profile_h200x4 benchmarks/gpu/conv_kernels_h200 benchmarks/gpu/random_draws_h200 benchmarks/gpu/session37
+         benchmarks/gpu/session39/s39b
          maya/estimator/data/h200/models)
 case "${1:-}" in
   out)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "device_tree.sh"
 FOLDERS = ("benchmarks/gpu/host_profile_h200x4", "benchmarks/gpu/conv_kernels_h200", "benchmarks/gpu/random_draws_h200",
-           "benchmarks/gpu/session37",
+           "benchmarks/gpu/session37", "benchmarks/gpu/session39/s39b",
            "maya/estimator/data/h200/models")
 
 
