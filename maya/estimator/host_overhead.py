@@ -143,9 +143,9 @@ def measure_host_overhead(device: str | torch.device = "cuda", *, iterations: in
         optimizer = torch.optim.Adam(params, lr=1e-3, foreach=True)
         steps = max(iterations // 20, 10)
         step_us[n_params] = _time_chain(optimizer.step, steps, sync) * 1e6 / steps
-    slope = (step_us[128] - step_us[16]) / (128 - 16)
-    per_op_us["optimizer_foreach_per_tensor_us"] = slope
-    per_op_us["optimizer_step_fixed_us"] = step_us[16] - 16 * slope
+    fixed, per_tensor = _line(list(step_us.items()))
+    per_op_us["optimizer_foreach_per_tensor_us"] = per_tensor
+    per_op_us["optimizer_step_fixed_us"] = fixed
 
     rnn = torch.nn.LSTM(TINY_FEATURES, TINY_FEATURES).to(device)
     sequence = torch.randn(RNN_STEPS, 1, TINY_FEATURES, device=device)
@@ -217,9 +217,8 @@ def backward_costs_us(device: torch.device, n: int, sync: Callable[[], None]) ->
         both_s = min(_time_chain(both, chains, sync) for _ in range(3))
         fwd_s = min(_time_chain(fwd, chains, sync) for _ in range(3))
         points.append((ops, (both_s - fwd_s) * 1e6 / chains))
-    (ops_a, us_a), (ops_b, us_b) = points
-    per_op = (us_b - us_a) / (ops_b - ops_a)
-    return us_a - per_op * ops_a, per_op, ops_a
+    call_us, per_op = _line(points)
+    return call_us, per_op, points[0][0]
 
 
 class _AttentionBlock(torch.nn.Module):
