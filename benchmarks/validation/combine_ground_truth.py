@@ -24,13 +24,20 @@ from suite import WORKLOADS  # noqa: E402
 SAME = ("gpu_name", "driver_version", "torch_version", "cudnn_version", "alloc_conf")
 
 
+def check_same(reference: dict, other: dict, differ: str) -> None:
+    """ValueError naming the first `SAME` key in which environment `other` differs from `reference`
+    (`differ` says which two differ: "the parts differ"). An allocator setting left unset reads as None in older files and
+    "" in newer ones: the same."""
+    for key in SAME:
+        if (reference.get(key) or None) != (other.get(key) or None):
+            raise ValueError(f"{differ} in {key}: {reference.get(key)} vs {other.get(key)}")
+
+
 def combine(parts: list[dict]) -> dict:
     """One ground truth from `parts` (each a measure_ground_truth.py output); ValueError if they disagree."""
     environment = dict(parts[0]["environment"])
     for part in parts[1:]:
-        for key in SAME:
-            if environment.get(key) != part["environment"].get(key):
-                raise ValueError(f"the parts differ in {key}: {environment.get(key)} vs {part['environment'].get(key)}")
+        check_same(environment, part["environment"], "the parts differ")
     environment["parts"] = [{key: p["environment"].get(key) for key in ("command", "date_utc", "suite_wall_s")}
                             for p in parts]
     for key in ("command", "suite_wall_s"):
@@ -48,11 +55,7 @@ def add_separately(base: dict, parts: list[dict]) -> dict:
     environment = base["environment"]
     by_name = {w["name"]: w for w in base["workloads"]}
     for part in parts:
-        for key in SAME:
-            # An allocator setting left unset reads as None in older files and "" in newer ones.
-            if (environment.get(key) or None) != (part["environment"].get(key) or None):
-                raise ValueError(f"the part differs from the file in {key}: "
-                                 f"{part['environment'].get(key)} vs {environment.get(key)}")
+        check_same(environment, part["environment"], "the part differs from the file")
         for workload in part["workloads"]:
             if workload["name"] in by_name:
                 raise ValueError(f"{workload['name']} is already in the file: not replaced")
@@ -74,15 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     parts = [json.loads(path.read_text()) for path in args.parts]
     try:
-        if args.into:
-            joined = add_separately(json.loads(args.into.read_text()), parts)
-            args.out = args.into
-        else:
-            joined = combine(parts)
+        joined = add_separately(json.loads(args.into.read_text()), parts) if args.into else combine(parts)
     except ValueError as e:
         p.error(str(e))
-    args.out.write_text(json.dumps(joined, indent=1) + "\n")
-    print(f"wrote {args.out} ({len(joined['workloads'])} workloads)")
+    target = args.into or args.out
+    target.write_text(json.dumps(joined, indent=1) + "\n")
+    print(f"wrote {target} ({len(joined['workloads'])} workloads)")
     return 0
 
 
