@@ -46,6 +46,7 @@ from maya.emulator.attrs import (
     tensor_meta,
 )
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
+from maya.emulator.conv_layout import cudnn_operands
 from maya.emulator.ctc_loss import ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
@@ -107,6 +108,8 @@ def _functional_overload(func: torch._ops.OpOverload) -> tuple[str, frozenset] |
             return _op_name(getattr(packet, overload)), outs
     return None
 
+
+_CUDNN_CONVOLUTIONS = frozenset({aten.convolution.default, aten.convolution_backward.default})
 
 METADATA_OPS = frozenset({"aten::_unsafe_view", "aten::lift_fresh", "aten::alias", "aten::as_strided_"})
 """Ops whose schema does not mark them as views but which only make new tensor metadata (`as_strided_`
@@ -391,6 +394,8 @@ class Recorder(TorchDispatchMode):
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
+        if func in _CUDNN_CONVOLUTIONS:  # the operand copies cuDNN's path makes, recorded before the op
+            args = cudnn_operands(func, args, lambda: self)
         dynamic_shape = False
         try:
             if name in _LENGTH_SHAPED:  # before FakeTensor: host length tensors, or no kernel to shape them
