@@ -46,7 +46,6 @@ from maya.emulator.attrs import (
     tensor_meta,
 )
 from maya.emulator.backend import INTERNAL_DEVICE, INTERNAL_TYPE, is_cuda_like
-from maya.emulator.conv_layout import cudnn_operands
 from maya.emulator.ctc_loss import ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
@@ -54,6 +53,7 @@ from maya.emulator.generators import without_emulated_generator
 from maya.emulator.grouped_mm import grouped_mm_fallback, grouped_mm_falls_back
 from maya.emulator.host_tensors import host_ints, runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
+from maya.emulator.operand_copies import COPYING_OPS, copied_operands
 from maya.emulator.out_of_memory import defer, in_backward, raise_out_of_memory
 from maya.emulator.shape_caches import GEMM_OPERAND, ShapeCache
 from maya.emulator.shape_caches import category as shape_category
@@ -108,8 +108,6 @@ def _functional_overload(func: torch._ops.OpOverload) -> tuple[str, frozenset] |
             return _op_name(getattr(packet, overload)), outs
     return None
 
-
-_CUDNN_CONVOLUTIONS = frozenset({aten.convolution.default, aten.convolution_backward.default})
 
 METADATA_OPS = frozenset({"aten::_unsafe_view", "aten::lift_fresh", "aten::alias", "aten::as_strided_"})
 """Ops whose schema does not mark them as views but which only make new tensor metadata (`as_strided_`
@@ -394,8 +392,8 @@ class Recorder(TorchDispatchMode):
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
-        if func in _CUDNN_CONVOLUTIONS:  # the operand copies cuDNN's path makes, recorded before the op
-            args = cudnn_operands(func, args, lambda: self)
+        if func in COPYING_OPS:  # the copies its CUDA implementation makes below the dispatcher
+            args = copied_operands(func, args, lambda: self)
         dynamic_shape = False
         try:
             if name in _LENGTH_SHAPED:  # before FakeTensor: host length tensors, or no kernel to shape them
