@@ -23,7 +23,7 @@ aten = torch.ops.aten
 
 def _dense_cudnn(input: torch.Tensor, weight: torch.Tensor, transposed: bool, groups: int) -> bool:
     """Whether PyTorch runs this emulated-GPU convolution through `cudnn_convolution` and its
-    backward, whose operand copies `cudnn_operands` follows: a 2-D or 3-D, not transposed, not
+    backward, whose operand copies `_convolution` follows: a 2-D or 3-D, not transposed, not
     depthwise one (a depthwise convolution may take PyTorch's own kernels, 1-D ones go through a 2-D
     view; Maya records neither's copies)."""
     return (is_emulated_cuda(input) and weight.dim() in (4, 5) and input.dim() == weight.dim() and not transposed
