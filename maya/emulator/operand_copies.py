@@ -2,8 +2,8 @@
 
 Some CUDA implementations copy an operand that is not laid out as their kernel reads it, inside the
 op, where no TorchDispatchMode sees the copy: cuDNN's convolution takes its operands contiguous in the
-layout it picks, and layer norm's CUDA kernels take a contiguous input (`input.expect_contiguous()`,
-aten/src/ATen/native/cuda/layer_norm_kernel.cu). The fake (meta) kernels copy nothing, so Maya makes
+layout it picks, and layer norm's CUDA kernels take a contiguous input and output gradient
+(aten/src/ATen/native/cuda/layer_norm_kernel.cu). The fake (meta) kernels copy nothing, so Maya makes
 the same copies itself before the op, as the GPU would (a copy kernel and its memory), and hands the
 op the copied operands: a U-Net's skip connections (`torch.cat`) give each convolution below them a
 sliced gradient that the GPU copies twice a step, and a ConvNeXt block's layer norm runs on a permuted
@@ -78,16 +78,20 @@ def _convolution(func, args: tuple, record) -> tuple:
 
 
 def _layer_norm(func, args: tuple, record) -> tuple:
-    """`native_layer_norm` and its backward take `input.expect_contiguous()`: a copy where the input is
-    not contiguous (the backward's gradient is made contiguous by autograd's formula, above the
-    dispatcher, which Maya already records)."""
-    input_index = 0 if func is aten.native_layer_norm.default else 1
-    input = args[input_index]
-    if not is_emulated_cuda(input) or input.is_contiguous():
+    """`native_layer_norm` and its backward take `input.expect_contiguous()`, and the backward's
+    kernel a contiguous output gradient (`dY.contiguous()`): a copy of each that is not contiguous.
+    An H200 profile of torch_transformer_bf16 (benchmarks/gpu/op_times_h200) has 8 `contiguous` under
+    its 16 layer-norm backwards, the 8 whose gradient Maya's trace shows strided."""
+    backward = func is aten.native_layer_norm_backward.default
+    positions = (0, 1) if backward else (0,)  # (dY, input) of the backward; input of the forward
+    if not is_emulated_cuda(args[positions[-1]]):
         return args
+    args = list(args)
     with record():
-        input = input.contiguous()
-    return (*args[:input_index], input, *args[input_index + 1:])
+        for i in positions:
+            if not args[i].is_contiguous():
+                args[i] = args[i].contiguous()
+    return tuple(args)
 
 
 _COPIERS = {

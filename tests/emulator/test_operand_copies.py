@@ -104,3 +104,17 @@ def test_layer_norm_copies_a_permuted_input_in_the_forward_and_again_in_the_back
     clones = [p for p, o in ops if o == "aten::clone"]
     assert clones == (["forward", "backward"] if permuted else ["forward"])  # the test's own contiguous() apart
     assert ("backward", "aten::native_layer_norm_backward") in ops
+
+
+def test_layer_norm_backward_copies_a_strided_output_gradient():
+    # The normalized output used through a permutation hands the backward a strided gradient, which
+    # its kernel takes contiguous (an H200 profile of torch_transformer_bf16: 8 such copies a step).
+    def step():
+        norm = nn.LayerNorm(8).cuda()
+        x = torch.randn(2, 4, 8, device="cuda", requires_grad=True)
+        (norm(x).transpose(1, 2) * torch.randn(2, 8, 4, device="cuda")).sum().backward()
+
+    ops = _recorded_ops(step)
+    i = ops.index(("backward", "aten::native_layer_norm_backward"))
+    assert ops[i - 1] == ("backward", "aten::clone")
+    assert [p for p, o in ops if o == "aten::clone"] == ["backward"]
