@@ -35,9 +35,16 @@ for cuBLAS's kernel lookup or cuDNN's plan, a key of the host profile's `new_sha
 "gemm_k", "gemm_float32", "conv", "conv_float32", "conv_backward", "cudnn_attention", ...;
 `maya.emulator.shape_caches`). Signature keys leave it out."""
 
-RUN_MARKS = (DATA_DEPENDENT_SHAPE, NEW_SHAPE)
-"""Top-level `attrs` keys that say how often an op's shape recurs, not what the op computes or how its
-kernel is chosen: signature keys leave them out (`maya.estimator.signature.canonical_attrs`)."""
+INTERNAL_LAUNCH = "internal_launch"
+"""Top-level `attrs` key, present (true) on a kernel that another op's CUDA implementation launches
+inside itself, below the dispatcher (an operand copy, `maya.emulator.operand_copies`): on a GPU its
+host time is one aten op's launch from C++, not a Python-level op's, so the host model charges it
+`aten_op_us` whatever its phase (`maya.estimator.host_cost`). Signature keys leave it out."""
+
+RUN_MARKS = (DATA_DEPENDENT_SHAPE, NEW_SHAPE, INTERNAL_LAUNCH)
+"""Top-level `attrs` keys that say how an op is issued (how often its shape recurs, whether another op
+launched it), not what the op computes or how its kernel is chosen: signature keys leave them out
+(`maya.estimator.signature.canonical_attrs`)."""
 
 CUDNN_BENCHMARK_OPS = frozenset({"aten::convolution", "aten::convolution_backward"})
 """Ops whose algorithm `torch.backends.cudnn.benchmark` chooses (every 2-D/3-D convolution reaches

@@ -22,6 +22,7 @@ host figure it pays for cuBLAS's kernel lookup or cuDNN's plan (`maya.emulator.s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
 
@@ -40,6 +41,7 @@ from maya.emulator.attrs import (
     CUDNN_BENCHMARK,
     CUDNN_BENCHMARK_OPS,
     DATA_DEPENDENT_SHAPE,
+    INTERNAL_LAUNCH,
     NEW_SHAPE,
     encode_call,
     flatten_tensors,
@@ -327,6 +329,8 @@ class Recorder(TorchDispatchMode):
         self._data_dependent_calls = 0
         self._shapes = ShapeCache()
         self.paused = 0
+        self._internal = 0
+        """Above 0 while an op's CUDA implementation makes its own copies (`internal_launches`)."""
         """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -393,7 +397,7 @@ class Recorder(TorchDispatchMode):
             if out is not NotImplemented:
                 return out
         if func in COPYING_OPS:  # the copies its CUDA implementation makes below the dispatcher
-            args = copied_operands(func, args, lambda: self)
+            args = copied_operands(func, args, self.internal_launches)
         dynamic_shape = False
         try:
             if name in _LENGTH_SHAPED:  # before FakeTensor: host length tensors, or no kernel to shape them
@@ -469,6 +473,8 @@ class Recorder(TorchDispatchMode):
         if name in CUDNN_BENCHMARK_OPS and torch.backends.cudnn.benchmark:
             attrs[CUDNN_BENCHMARK] = True
         self._mark_shape(name, inputs, input_metas, attrs)
+        if self._internal:
+            attrs[INTERNAL_LAUNCH] = True
         state.add_row(
             EventKind.KERNEL,
             name,
@@ -598,6 +604,16 @@ class Recorder(TorchDispatchMode):
         if t.is_floating_point() or t.is_complex():
             return 0.0
         return 1
+
+    @contextlib.contextmanager
+    def internal_launches(self):
+        """Record the ops run inside as kernels another op launches from C++ (`INTERNAL_LAUNCH`)."""
+        self._internal += 1
+        try:
+            with self:
+                yield
+        finally:
+            self._internal -= 1
 
     def _mark_shape(self, name: str, inputs: list, input_metas: list, attrs: dict) -> None:
         """Add the `data_dependent_shape` and `new_shape` marks (`maya.emulator.attrs`) that a kernel row

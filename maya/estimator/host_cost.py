@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from maya.emulator.attrs import INTERNAL_LAUNCH
+
 _DATA = Path(__file__).parent / "data"
 
 PHASE_COST = {
@@ -173,6 +175,11 @@ def host_costs_us(
     kind = df["kind"].to_numpy()
     launches = np.isin(kind, ["kernel", "memcpy", "collective"])
     host = np.where(launches, host, np.where(kind == "sync", costs["synchronize_us"], 0.0))
+    if "attrs" in df.columns:
+        # A kernel another op's CUDA implementation launches from C++ (an operand copy) pays one aten
+        # op's launch, not its phase's Python-level figure.
+        internal = df["attrs"].str.contains(f'"{INTERNAL_LAUNCH}"', regex=False).fillna(False).to_numpy(dtype=bool)
+        host = np.where(launches & internal, costs["aten_op_us"], host)
     host_rows = np.flatnonzero(kind == "host")
     if len(host_rows):
         names = df["op"].to_numpy()[host_rows]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import torch.nn as nn
@@ -118,3 +120,16 @@ def test_layer_norm_backward_copies_a_strided_output_gradient():
     i = ops.index(("backward", "aten::native_layer_norm_backward"))
     assert ops[i - 1] == ("backward", "aten::clone")
     assert [p for p, o in ops if o == "aten::clone"] == ["backward"]
+
+
+def test_the_copies_are_marked_as_launched_inside_the_op_and_nothing_else_is():
+    from maya.emulator.attrs import INTERNAL_LAUNCH
+    from maya.emulator.state import ROW_FIELDS
+
+    op, attrs = ROW_FIELDS.index("op"), ROW_FIELDS.index("attrs")
+    with EmulationSession(RankConfig(gpu=load_gpu("h200"))) as state:
+        conv = nn.Conv2d(8, 8, 3, padding=1).cuda()
+        x = torch.randn(2, 8, 16, 16, device="cuda", requires_grad=True)
+        torch.cat([conv(x), x], dim=1).sum().backward()
+    marked = [row[op] for row in state.rows if row[attrs] and INTERNAL_LAUNCH in json.loads(row[attrs])]
+    assert marked == ["aten::clone", "aten::clone"]

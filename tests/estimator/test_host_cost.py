@@ -230,3 +230,16 @@ def test_a_new_shape_pays_the_lookup_or_plan_and_a_routed_one_its_measured_share
     assert host[6] == pytest.approx(0.0)
     assert "conv_backward_float32" not in figures
     assert host[7] == pytest.approx(backward_conv)  # never measured: no new-shape figure
+
+
+def test_a_kernel_launched_inside_another_op_pays_one_aten_launch_whatever_its_phase():
+    # An operand copy cuDNN's convolution backward makes (`maya.emulator.operand_copies`) is launched
+    # from C++, not from Python or by the autograd engine: it pays aten_op_us, not the backward figure.
+    c = host_overhead("h200")
+    rows = pd.DataFrame({"kind": ["kernel"] * 3, "phase": ["backward", "backward", "forward"],
+                         "op": ["aten::clone"] * 3, "input_shapes": [[[2, 8, 16, 16]]] * 3,
+                         "attrs": ['{"args": [{"$t": 0}], "kwargs": {}, "internal_launch": true}', None,
+                                   '{"args": [{"$t": 0}], "kwargs": {}, "internal_launch": true}']})
+    host = host_costs_us(rows)
+    assert host[0] == pytest.approx(c["aten_op_us"]) and host[2] == pytest.approx(c["aten_op_us"])
+    assert host[1] == pytest.approx(c["autograd_backward_op_us"])
