@@ -329,9 +329,9 @@ class Recorder(TorchDispatchMode):
         self._data_dependent_calls = 0
         self._shapes = ShapeCache()
         self.paused = 0
+        """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
         self._internal = 0
         """Above 0 while an op's CUDA implementation makes its own copies (`internal_launches`)."""
-        """Above 0 while ops run that the GPU never runs (DTensor's shape propagation): not recorded."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         try:

@@ -178,7 +178,8 @@ def host_costs_us(
     if "attrs" in df.columns:
         # A kernel another op's CUDA implementation launches from C++ (an operand copy) pays one aten
         # op's launch, not its phase's Python-level figure.
-        internal = df["attrs"].str.contains(f'"{INTERNAL_LAUNCH}"', regex=False).fillna(False).to_numpy(dtype=bool)
+        key = f'"{INTERNAL_LAUNCH}"'
+        internal = np.fromiter((isinstance(a, str) and key in a for a in df["attrs"].to_numpy()), dtype=bool, count=len(df))
         host = np.where(launches & internal, costs["aten_op_us"], host)
     host_rows = np.flatnonzero(kind == "host")
     if len(host_rows):
