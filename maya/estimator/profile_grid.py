@@ -816,7 +816,10 @@ def _cnn_batch_norm_cases(shape: Sequence[int], dtype: str, channels_last: bool)
 def _channel_layer_norm_cases(shape: Sequence[int], dtype: str, permuted: bool) -> Iterator[ProfileCase]:
     """Layer norm forward and backward over the channels of an [N, C, H, W] activation's NHWC view,
     `x.permute(0, 2, 3, 1)`: a permutation of an NCHW tensor (CUDA's kernels copy it contiguous
-    first, inside the op) or a contiguous channels-last one; parameters in the input's dtype (float32
+    first, inside the op; since 2026-12-06 the emulator records that copy as a clone of its own,
+    `maya.emulator.operand_copies`, and the op on the contiguous copy, so traces carry the permuted
+    case no more, and its profiled rows remain training data) or a contiguous channels-last one;
+    parameters in the input's dtype (float32
     under autocast, which runs layer norm in float32), statistics in float32."""
     n, c, h, w = shape
     x = _spec((n, h, w, c), dtype, (c * h * w, w, 1, h * w) if permuted else None)
