@@ -15,8 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from maya.emulator.attrs import INTERNAL_LAUNCH
-
 _DATA = Path(__file__).parent / "data"
 
 PHASE_COST = {
@@ -175,12 +173,11 @@ def host_costs_us(
     kind = df["kind"].to_numpy()
     launches = np.isin(kind, ["kernel", "memcpy", "collective"])
     host = np.where(launches, host, np.where(kind == "sync", costs["synchronize_us"], 0.0))
-    if "attrs" in df.columns:
-        # A kernel another op's CUDA implementation launches from C++ (an operand copy) pays one aten
-        # op's launch, not its phase's Python-level figure.
-        key = f'"{INTERNAL_LAUNCH}"'
-        internal = np.fromiter((isinstance(a, str) and key in a for a in df["attrs"].to_numpy()), dtype=bool, count=len(df))
-        host = np.where(launches & internal, costs["aten_op_us"], host)
+    from maya.emulator.attrs import INTERNAL_LAUNCH  # here: maya.emulator.attrs imports torch
+
+    # A kernel another op's CUDA implementation launches from C++ (an operand copy) pays one aten op's
+    # launch, not its phase's Python-level figure.
+    host = np.where(launches & marked_rows(df, INTERNAL_LAUNCH), costs["aten_op_us"], host)
     host_rows = np.flatnonzero(kind == "host")
     if len(host_rows):
         names = df["op"].to_numpy()[host_rows]
@@ -212,6 +209,15 @@ def host_costs_us(
     return host
 
 
+def marked_rows(df: pd.DataFrame, mark: str) -> np.ndarray:
+    """Whether each row's `attrs` JSON carries the top-level key `mark` (one of `maya.emulator.attrs`'s
+    run marks, which no op argument spells): a substring test, without parsing every row."""
+    if "attrs" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    key = f'"{mark}"'
+    return np.fromiter((isinstance(a, str) and key in a for a in df["attrs"].to_numpy()), dtype=bool, count=len(df))
+
+
 def new_shape_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
     """Host time (microseconds) each row spends beyond its launch on a shape the process had not run
     before: cuBLAS's kernel lookup for a GEMM, cuDNN's plan for a convolution or attention. A row
@@ -228,8 +234,7 @@ def new_shape_costs_us(df: pd.DataFrame, gpu: str = "h200") -> np.ndarray:
     from maya.emulator.attrs import DATA_DEPENDENT_SHAPE, NEW_SHAPE
 
     attrs = df["attrs"].to_numpy()
-    key = f'"{NEW_SHAPE}"'
-    rows = [i for i, a in enumerate(attrs) if isinstance(a, str) and key in a]
+    rows = np.flatnonzero(marked_rows(df, NEW_SHAPE))
     share = float(file.get("data_dependent_new_share", 1.0))
     for i in rows:
         marks = json.loads(attrs[i])
