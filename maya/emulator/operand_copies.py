@@ -23,58 +23,54 @@ aten = torch.ops.aten
 
 def _dense_cudnn(input: torch.Tensor, weight: torch.Tensor, transposed: bool, groups: int) -> bool:
     """Whether PyTorch runs this emulated-GPU convolution through `cudnn_convolution` and its
-    backward, whose operand copies `_convolution` follows: a 2-D or 3-D, not transposed, not
-    depthwise one (a depthwise convolution may take PyTorch's own kernels, 1-D ones go through a 2-D
-    view; Maya records neither's copies)."""
+    backward, whose operand copies `_convolution` and `_convolution_backward` follow: a 2-D or 3-D,
+    not transposed, not depthwise one (a depthwise convolution may take PyTorch's own kernels, 1-D
+    ones go through a 2-D view; Maya records neither's copies)."""
     return (is_emulated_cuda(input) and weight.dim() in (4, 5) and input.dim() == weight.dim() and not transposed
             and not (groups > 1 and groups == input.shape[1]) and input.dtype is not torch.float64)
 
 
 def _convolution(func, args: tuple, record) -> tuple:
-    """`args` of an emulated-GPU `aten.convolution` or `aten.convolution_backward` as cuDNN receives
-    them, each copy PyTorch makes on the way run through `record` (a context manager under which
-    tensor ops are recorded). aten/src/ATen/native/Convolution.cpp and cudnn/ConvShared.cpp:
-    - forward: the input, and in `cudnn_convolution` the weight, made contiguous in the layout
-      `cudnn_memory_format` picks;
-    - backward: the input made contiguous in that layout where the weight gradient is wanted; the
-      output gradient converted (`.to`) to the input's suggested layout where it suggests another;
-      then for the input gradient the weight and the output gradient, and for the weight gradient
-      the output gradient (again: each contiguous() call copies its own) and the input, made
-      contiguous in the layout `cudnn_conv_suggest_memory_format` picks of each pair.
-    Other convolutions' `args` come back unchanged."""
-    if func is aten.convolution.default:
-        input, weight, *rest = args
-        transposed, groups = rest[4], rest[6]
-        if not _dense_cudnn(input, weight, transposed, groups):
-            return args
-        layout = cudnn_memory_format(input, weight)
-        with record():
-            input = input.contiguous(memory_format=layout)
+    """`aten.convolution`'s args as cuDNN receives them (aten/src/ATen/native/Convolution.cpp and
+    cudnn/ConvShared.cpp): the input, and in `cudnn_convolution` the weight, made contiguous in the
+    layout `cudnn_memory_format` picks, each copy run through `record` (a context manager under which
+    tensor ops are recorded). Other convolutions' args come back unchanged."""
+    input, weight, *rest = args
+    if not _dense_cudnn(input, weight, transposed=rest[4], groups=rest[6]):
+        return args
+    layout = cudnn_memory_format(input, weight)
+    with record():
+        input = input.contiguous(memory_format=layout)
+        weight.contiguous(memory_format=layout)
+    return (input, weight, *rest)
+
+
+def _convolution_backward(func, args: tuple, record) -> tuple:
+    """`aten.convolution_backward`'s args as cuDNN receives them: the input made contiguous in
+    `cudnn_memory_format`'s layout where the weight gradient is wanted; the output gradient converted
+    (`.to`) to the input's suggested layout where it suggests another; then for the input gradient the
+    weight and the output gradient, and for the weight gradient the output gradient again (each
+    contiguous() call copies its own) and the input, made contiguous in the layout
+    `cudnn_conv_suggest_memory_format` picks of each pair."""
+    grad, input, weight, *rest = args
+    mask = rest[7]
+    if not _dense_cudnn(input, weight, transposed=rest[4], groups=rest[6]):
+        return args
+    with record():
+        if mask[1]:
+            input = input.contiguous(memory_format=cudnn_memory_format(input, weight))
+        if _suggested_memory_format(grad) != _suggested_memory_format(input):
+            grad = grad.to(memory_format=_suggested_memory_format(input))
+        operands = []  # the output gradient as each pass takes it
+        if mask[0]:
+            layout = cudnn_memory_format(grad, weight)
             weight.contiguous(memory_format=layout)
-        return (input, weight, *rest)
-    if func is aten.convolution_backward.default:
-        grad, input, weight, *rest = args
-        transposed, groups, mask = rest[4], rest[6], rest[7]
-        if not _dense_cudnn(input, weight, transposed, groups):
-            return args
-        with record():
-            if mask[1]:
-                input = input.contiguous(memory_format=cudnn_memory_format(input, weight))
-            suggested = _suggested_memory_format(input)
-            if _suggested_memory_format(grad) != suggested:
-                grad = grad.to(memory_format=suggested)
-            used = grad
-            if mask[0]:
-                layout = cudnn_memory_format(grad, weight)
-                weight.contiguous(memory_format=layout)
-                used = grad.contiguous(memory_format=layout)
-            if mask[1]:
-                layout = cudnn_memory_format(input, grad)
-                weight_grad_operand = grad.contiguous(memory_format=layout)
-                used = used if mask[0] else weight_grad_operand
-                input = input.contiguous(memory_format=layout)
-        return (used, input, weight, *rest)
-    return args
+            operands.append(grad.contiguous(memory_format=layout))
+        if mask[1]:
+            layout = cudnn_memory_format(input, grad)
+            operands.append(grad.contiguous(memory_format=layout))
+            input = input.contiguous(memory_format=layout)
+    return (operands[0] if operands else grad, input, weight, *rest)
 
 
 def _layer_norm(func, args: tuple, record) -> tuple:
@@ -96,7 +92,7 @@ def _layer_norm(func, args: tuple, record) -> tuple:
 
 _COPIERS = {
     aten.convolution.default: _convolution,
-    aten.convolution_backward.default: _convolution,
+    aten.convolution_backward.default: _convolution_backward,
     aten.native_layer_norm.default: _layer_norm,
     aten.native_layer_norm_backward.default: _layer_norm,
 }
