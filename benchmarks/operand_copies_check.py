@@ -33,32 +33,37 @@ def _op_names() -> set[str]:
     return {_op_name(op) for op in COPYING_OPS}
 
 
-def profiled_copies(trace: Path, ops: set[str]) -> collections.Counter:
-    """Op -> the `aten::copy_` calls made inside it in the profiled step."""
+def profiled_copies(trace: Path, ops: set[str], by_call: bool = False) -> collections.Counter:
+    """Op -> the `aten::copy_` calls made inside it in the profiled step; with `by_call`, (op, the call
+    under it that copied: `aten::contiguous`, `aten::to`, ...) -> count."""
     counts = collections.Counter()
     for event, stack, _ in cpu_op_stacks(read_events(trace)):
         if event["name"] == "aten::copy_":
-            owner = next((s["name"] for s in stack if s["name"] in ops), None)
-            if owner:
-                counts[owner] += 1
+            names = [s["name"] for s in stack]
+            owner = next((i for i, n in enumerate(names) if n in ops), None)
+            if owner is not None:
+                call = (names[owner + 1:] + [event["name"]])[0]
+                counts[(names[owner], call) if by_call else names[owner]] += 1
     return counts
 
 
-def emulated_copies(trace: Path) -> collections.Counter:
-    """Op -> the `internal_launch` rows recorded before it in the third iteration of an emulated trace."""
+def emulated_copies(trace: Path, by_call: bool = False) -> collections.Counter:
+    """Op -> the `internal_launch` rows recorded before it in the third iteration of an emulated trace;
+    with `by_call`, (op, the copy row's op: `aten::clone`, `aten::_to_copy`) -> count."""
     import pyarrow.parquet as pq
 
     from maya.emulator.attrs import INTERNAL_LAUNCH
 
     df = pq.read_table(trace).to_pandas()
     rows = df[(df["iteration"] == 2) & (df["kind"] == "kernel")]
-    counts, pending = collections.Counter(), 0
+    counts, pending = collections.Counter(), []
     for op, attrs in zip(rows["op"], rows["attrs"]):
         if attrs and INTERNAL_LAUNCH in json.loads(attrs):
-            pending += 1
-        elif pending:
-            counts[op] += pending
-            pending = 0
+            pending.append(op)
+        else:
+            for copy in pending:
+                counts[(op, copy) if by_call else op] += 1
+            pending = []
     return counts
 
 
@@ -70,10 +75,15 @@ def main(argv: list[str] | None = None) -> None:
             trace = next((d / f"{name}.trace.json.gz" for d in TRACES if (d / f"{name}.trace.json.gz").is_file()), None)
             if trace is None:
                 sys.exit(f"{name}: no profiled trace in {', '.join(str(d.relative_to(ROOT)) for d in TRACES)}")
-            real, maya = profiled_copies(trace, ops), emulated_copies(emulated_trace(name, Path(tmp)))
+            emulated = emulated_trace(name, Path(tmp))
+            real, maya = profiled_copies(trace, ops), emulated_copies(emulated)
             print(f"{name} ({trace.relative_to(ROOT)}): copies per step inside each op, profiled / Maya")
             for op in sorted(set(real) | set(maya)):
                 print(f"  {op}: {real[op]} / {maya[op]}")
+            calls = [f"{o} {c}: {n}" for (o, c), n in sorted(profiled_copies(trace, ops, by_call=True).items())]
+            rows = [f"{o} {c}: {n}" for (o, c), n in sorted(emulated_copies(emulated, by_call=True).items())]
+            print(f"  profiled, by the call that copied: {'; '.join(calls)}")
+            print(f"  Maya, by the copy row: {'; '.join(rows)}")
 
 
 if __name__ == "__main__":
