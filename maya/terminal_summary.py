@@ -52,7 +52,7 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
         transferred = sum(share for source, share in sources.items() if str(source).endswith("-transfer"))
         if transferred > 0:
             lines.append(_row("", f"lower confidence: {transferred:.0%} scaled from the H200's models by catalog "
-                                  "ratios (no profiles of this GPU; README, Accuracy, \"Another GPU\")"))
+                                  "ratios (no profiles of this GPU; docs/accuracy.md, \"Another GPU\")"))
     if d.get("timeline"):
         lines.append(_row("timeline", f"{d['timeline']} (open it in {PERFETTO_URL})"))
     lines.append(_row("trace", summary.trace_dir))

@@ -14,7 +14,7 @@ Only torch and the standard library are imported. From the repository root:
 
 It writes DIR/backward_host.json. `--summarize FILE ...` (no GPU needed) pools the rows of such files
 and prints the old figure over the new one per pair (median and range), the new figure's range and
-the fixed cost's median: the figures the README quotes, from session 35's three files.
+the fixed cost's median: the figures docs/accuracy.md quotes, from session 35's three files.
 """
 
 import argparse

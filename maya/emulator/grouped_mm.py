@@ -10,7 +10,7 @@ tensors' own rule for the op checks for bfloat16 and refused the rest, although 
 
 `grouped_mm_fallback` records what that path runs. The offsets' values are known where the script
 made them from Python data on the GPU (`ValueHints.exact`); otherwise the groups are taken as even,
-the balanced routing Maya assumes elsewhere (README, "Values are not computed").
+the balanced routing Maya assumes elsewhere (docs/emulation.md, "Values are not computed").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ For each op it: translates `cuda` device arguments to the proxy device; answers 
 reads (`item()`) with placeholders; runs the op in the fake mode; gives new output storages to the
 emulated caching allocator (and frees them when the storage dies); and appends a trace row.
 
-Placeholder values (documented in the README): `.item()` of a floating-point GPU tensor is 0.0,
+Placeholder values (documented in docs/emulation.md): `.item()` of a floating-point GPU tensor is 0.0,
 of an integer tensor 1, of a boolean tensor False, except the result of an `all` reduction, which
 is True ("nothing is wrong": `isfinite(x).all()` holds, `isnan(x).any()` does not, and an attention
 mask of all ones is recognised as no mask); data-dependent shapes (`nonzero`, `masked_select`,
@@ -697,7 +697,7 @@ class Recorder(TorchDispatchMode):
                 f"Maya stopped the script after {PLACEHOLDER_READS_MAX:,} reads of GPU values it does not compute "
                 f"(.item(), bool(), int()) within one iteration (module path: {module or '<top level>'}): a loop "
                 "that waits for a value to change never ends under emulation, where such reads give placeholders "
-                "(README, 'Values are not computed'); bound the loop by a count instead")
+                "(docs/emulation.md, 'Values are not computed'); bound the loop by a count instead")
 
     def _select_all(self, func, name: str, args: tuple, kwargs: dict) -> object:
         """Data-dependent shapes: select what the value hints say (`ValueHints`), else every element.
