@@ -17,6 +17,14 @@ def peak_over(iterations, attribute: str) -> int:
     return max((getattr(it, attribute) for it in iterations), default=0)
 
 
+DERIVED_KEYS = frozenset({
+    "median_iteration_ms", "peak_allocated_bytes", "peak_reserved_bytes", "memory_capacity_bytes", "iterations_per_s",
+    "samples_per_s", "tokens_per_s", "mfu", "mfu_peak_flops_per_s",
+})
+"""Keys of `EmulationSummary.to_dict` that it computes from the fields (`model_flops_per_iteration`
+aside: a prediction supplies it through `extra`, and it is kept there)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class IterationSummary:
     """One training iteration (from the end of the previous one to the end of its optimizer step)."""
@@ -107,6 +115,30 @@ class EmulationSummary:
             model_flops_per_iteration=self.model_flops_per_iteration,
             samples_per_iteration=self.samples_per_iteration,
             tokens_per_iteration=self.tokens_per_iteration,
+        )
+
+    @classmethod
+    def from_dict(cls, d: dict) -> EmulationSummary:
+        """The summary `to_dict` wrote (a `maya emulate --json` or `maya simulate --json` file's object):
+        its fields back, the figures `to_dict` derives from them dropped, every other key in `extra`.
+
+        Raises:
+            ValueError: `d` lacks a key of DESIGN.md's contract, or an iteration is malformed.
+        """
+        missing = [k for k in ("world_size", "gpu", "emulated_ranks", "iterations", "oom", "trace_dir") if k not in d]
+        if missing:
+            raise ValueError(f"not a `maya emulate --json` summary: no {', '.join(missing)}")
+        try:
+            iterations = [IterationSummary(**it) for it in d["iterations"]]
+        except TypeError as e:
+            raise ValueError(f"not a `maya emulate --json` summary: an iteration is malformed ({e})") from None
+        fields = {"world_size", "gpu", "emulated_ranks", "iterations", "oom", "trace_dir", "exit_code", "error",
+                  "samples_per_iteration", "tokens_per_iteration"}
+        return cls(
+            world_size=d["world_size"], gpu=d["gpu"], emulated_ranks=list(d["emulated_ranks"]), iterations=iterations,
+            oom=d["oom"], trace_dir=d["trace_dir"], exit_code=d.get("exit_code", 0), error=d.get("error"),
+            samples_per_iteration=d.get("samples_per_iteration"), tokens_per_iteration=d.get("tokens_per_iteration"),
+            extra={k: v for k, v in d.items() if k not in fields and k not in DERIVED_KEYS},
         )
 
     def to_dict(self) -> dict:

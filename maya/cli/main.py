@@ -2,6 +2,7 @@
 
     maya emulate --gpu h200 --json summary.json --trace-dir trace train.py --batch 8
     maya simulate trace --cluster dgx-h100
+    maya report summary.json
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import logging
 import sys
 
-from maya.cli import emulate_cmd, profile_cmd, simulate_cmd, tune_cmd
+from maya.cli import emulate_cmd, profile_cmd, report_cmd, simulate_cmd, tune_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate_cmd.add_parser(sub)
     profile_cmd.add_parsers(sub)
     tune_cmd.add_parser(sub)
+    report_cmd.add_parser(sub)
     return parser
 
 

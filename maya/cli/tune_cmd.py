@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ImportError) as e:
         print(f"maya tune: error: {e}", file=sys.stderr)
         return 2
-    print(report(results, study, out, args.config))
+    print(report(results, study.top_k, out, args.config))
     return 0 if results.best is not None else 1
 
 
@@ -73,8 +73,10 @@ def print_progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def report(results, study, out: Path, config: str) -> str:
-    """The text printed when a study ends: counts, cache use, top configurations, best breakdown, files."""
+def report(results, top_k: int, out: Path, config: str | None) -> str:
+    """The text printed when a study ends (and by `maya report OUT`): counts, cache use, the `top_k`
+    configurations, the best one's breakdown, files; `config` names the study file in the hint that
+    resumes an interrupted study (None: a placeholder)."""
     counts = results.counts
     lines = [f"maya tune: {sum(counts.values())} trials: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))]
     rate = results.cache_hit_rate
@@ -86,12 +88,12 @@ def report(results, study, out: Path, config: str) -> str:
                      + ("; every configuration of the space was tried" if results.searcher.get("space_exhausted") else ""))
     if results.unfinished_trials:
         lines.append(f"  interrupted with {results.unfinished_trials} trials to go: "
-                     f"`maya tune {config} --out {out} --resume` continues it")
-    top = results.top(study.top_k)
+                     f"`maya tune {config or 'CONFIG'} --out {out} --resume` continues it")
+    top = results.top(top_k)
     if top.empty:
         lines.append("  no configuration fits; see the reasons in results.csv")
     else:
-        lines.append(f"  top {len(top)} by {study.objective}:")
+        lines.append(f"  top {len(top)} by {results.objective}:")
         for rank, (_, row) in enumerate(top.iterrows(), start=1):
             config_text = " ".join(f"{d}={row[d]}" for d in results.dimensions if d in row)
             lines.append(

@@ -7,6 +7,7 @@
     OUT/best.json           the best configuration with its figures, breakdown and top ops
     OUT/best_timeline.json  its Perfetto timeline (open in https://ui.perfetto.dev)
     OUT/cost_vs_time.png    cost against time of every configuration that runs, Pareto front marked
+    OUT/study.json          what `read_report` needs beyond them: objective, dimensions, top_k, how the study ended
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pathlib import Path
 import pandas as pd
 
 from maya.tune.plot import plot_cost_vs_time
-from maya.tune.results import TuneResults
+from maya.tune.results import DETAIL_KEYS, TuneResults
+
+STUDY_FILE = "study.json"
 
 
 def write_report(results: TuneResults, out_dir: str | Path, *, top_k: int, timeline: bytes | None, title: str = "") -> dict[str, Path]:
@@ -64,3 +67,37 @@ def _jsonable(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def write_study_record(results: TuneResults, out_dir: str | Path, *, top_k: int) -> Path:
+    """Write `STUDY_FILE`: the objective, dimensions and `top_k` of the study that made `results`, how it
+    ended (unfinished trials, the searcher's counts) and its files by name, relative to `out_dir`."""
+    out = Path(out_dir)
+    files = {name: str(Path(path).resolve().relative_to(out.resolve())) for name, path in results.files.items()}
+    record = {"objective": results.objective, "dimensions": list(results.dimensions), "top_k": top_k,
+              "unfinished_trials": results.unfinished_trials, "searcher": results.searcher, "files": files}
+    path = out / STUDY_FILE
+    path.write_text(json.dumps(_jsonable(record), indent=2) + "\n")
+    return path
+
+
+def read_report(out_dir: str | Path) -> tuple[TuneResults, int]:
+    """The results of the study that wrote `out_dir` (`maya tune --out`), as `run_study` returned them,
+    and its `top_k`.
+
+    Raises:
+        FileNotFoundError: `out_dir` holds no finished study (no `STUDY_FILE` or results.parquet).
+    """
+    out = Path(out_dir).resolve()
+    record_path, table_path = out / STUDY_FILE, out / "results.parquet"
+    if not record_path.is_file() or not table_path.is_file():
+        raise FileNotFoundError(f"{out_dir} holds no finished `maya tune` study (no {STUDY_FILE} or results.parquet)")
+    record = json.loads(record_path.read_text())
+    best_path = out / "best.json"
+    best = json.loads(best_path.read_text()) if best_path.is_file() else {}
+    details = {best["trial_id"]: {k: best[k] for k in DETAIL_KEYS if k in best}} if best else {}
+    results = TuneResults(table=pd.read_parquet(table_path), objective=record["objective"],
+                          dimensions=tuple(record["dimensions"]), details=details,
+                          files={name: out / rel for name, rel in record["files"].items()},
+                          unfinished_trials=record["unfinished_trials"], searcher=record["searcher"])
+    return results, record["top_k"]

@@ -20,7 +20,8 @@ LAUNCH_COLUMNS: tuple[str, ...] = (
     "world_size", "gpus_per_node", "dp", "accum", "accum_emulated", "depth_emulated", "gpu", "price_per_gpu_hour_usd", "cache", "reason",
     "evaluate_s", "argv", "error", "timeline", "node_id",
 )
-_DETAIL_KEYS = ("breakdown_ms", "top_ops")
+DETAIL_KEYS = ("breakdown_ms", "top_ops")
+"""Per-trial figures kept out of the table: the time breakdown and the top ops."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,7 +94,7 @@ def results_table(rows: Iterable[dict], dimensions: Sequence[str]) -> pd.DataFra
         if name not in table:
             table[name] = None
     dims = [d for d in dimensions if d in table]
-    extra = [c for c in table.columns if c not in (*FIGURE_COLUMNS, *dims, *LAUNCH_COLUMNS, *_DETAIL_KEYS)]
+    extra = [c for c in table.columns if c not in (*FIGURE_COLUMNS, *dims, *LAUNCH_COLUMNS, *DETAIL_KEYS)]
     table = table[[*FIGURE_COLUMNS, *dims, *LAUNCH_COLUMNS, *extra]]
     rank = {"ok": 0, "infeasible": 1, "failed": 2, "pruned": 3}
     table = table.assign(_rank=table["status"].map(rank).fillna(4), _objective=table["objective"].fillna(INFEASIBLE_OBJECTIVE))
@@ -104,7 +105,7 @@ def results_table(rows: Iterable[dict], dimensions: Sequence[str]) -> pd.DataFra
 def row_from_trial(trial_id: str, config: dict[str, Any], metrics: dict[str, Any], error: BaseException | str | None) -> dict:
     """One table row: the configuration's values, then what the trial reported (or its crash)."""
     row: dict[str, Any] = {"trial_id": trial_id, **config}
-    reported = {k: v for k, v in metrics.items() if k in (*FIGURE_COLUMNS, *LAUNCH_COLUMNS, *_DETAIL_KEYS)}
+    reported = {k: v for k, v in metrics.items() if k in (*FIGURE_COLUMNS, *LAUNCH_COLUMNS, *DETAIL_KEYS)}
     if "status" in reported:
         row.update(reported)
         row["trial_id"] = trial_id

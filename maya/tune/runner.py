@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from maya.tune.preflight import preflight
-from maya.tune.results import TuneResults, results_table, row_from_trial
+from maya.tune.results import DETAIL_KEYS, TuneResults, results_table, row_from_trial
 from maya.tune.search_setup import METRIC, search_setup
 from maya.tune.space import full_space
 from maya.tune.study import Study
@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 
 EXPERIMENT_DIR = "tune"
 CACHE_DIR = "trace_cache"
-_DETAIL_KEYS = ("breakdown_ms", "top_ops")
 
 
 def run_study(
@@ -125,12 +124,14 @@ def run_study(
     timeline = _read_file(best.get("timeline"), best.get("node_id")) if best else None
     from dataclasses import replace
 
-    from maya.tune.report import write_report
+    from maya.tune.report import write_report, write_study_record
 
     files = write_report(results, out, top_k=study.top_k, timeline=timeline, title=f"{study.name}: {study.objective}")
     searcher = read_searcher_stats(out / SEARCHER_STATS)
     unfinished = 0 if searcher.get("space_exhausted") else max(0, total - len(results.table))
-    return replace(results, files=files, unfinished_trials=unfinished, searcher=searcher)
+    results = replace(results, files=files, unfinished_trials=unfinished, searcher=searcher)
+    write_study_record(results, out, top_k=study.top_k)
+    return results
 
 
 def collect(grid, dimensions: list[str], objective: str, pruned: list[dict] = ()) -> TuneResults:
@@ -143,7 +144,7 @@ def collect(grid, dimensions: list[str], objective: str, pruned: list[dict] = ()
         if "status" not in metrics and result.error is None:  # interrupted before it reported: resume runs it
             continue
         row = row_from_trial(trial_id, dict(result.config or {}), metrics, result.error)
-        details[trial_id] = {k: row.pop(k) for k in _DETAIL_KEYS if k in row}
+        details[trial_id] = {k: row.pop(k) for k in DETAIL_KEYS if k in row}
         if isinstance(details[trial_id].get("top_ops"), str):
             details[trial_id]["top_ops"] = json.loads(details[trial_id]["top_ops"])
         rows.append(row)

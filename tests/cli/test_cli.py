@@ -1,5 +1,5 @@
 """Every `maya` subcommand answers --help; `maya emulate` exits with the script's status; `maya simulate`
-re-times its trace."""
+re-times its trace; `maya report` prints a summary file's page again."""
 
 import json
 import subprocess
@@ -17,7 +17,7 @@ def _maya(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "maya", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
-@pytest.mark.parametrize("command", ["emulate", "profile", "fit"])
+@pytest.mark.parametrize("command", ["emulate", "profile", "fit", "report"])
 def test_subcommand_help(command):
     r = _maya(command, "--help")
     assert r.returncode == 0, r.stderr
@@ -74,10 +74,41 @@ def test_emulate_then_simulate_on_another_cluster(tmp_path, capsys):
     assert a100["median_iteration_ms"] != s["median_iteration_ms"]
     assert (tmp_path / "t" / "timeline-dgx-a100.json").exists()
 
+    # `maya report` prints each run's page again from its JSON alone, as the run printed it.
+    assert main(["report", str(again)]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("Maya prediction: 1 x NVIDIA A100") and page in printed
+    assert main(["report", str(out)]) == 0
+    page = capsys.readouterr().out
+    assert "step time" in page and "MFU" in page and page in r.stdout
+
     # A host profile that is not there is named, with the command that makes one.
     assert main(["simulate", str(tmp_path / "t"), "--host-profile", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "maya simulate: error: host profile" in err and "maya profile --families host" in err
+
+
+def test_report_bad_input_exits_2_naming_the_problem(tmp_path, capsys):
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "meta.json").write_text("{}")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "other.json").write_text('{"world_size": 1}')
+    (tmp_path / "text.json").write_text("not json")
+    cases = {
+        str(tmp_path / "nowhere.json"): "no such file or directory",
+        str(trace): f"`maya simulate {trace}`",
+        str(tmp_path / "list.json"): "holds a JSON list",
+        str(tmp_path / "other.json"): "not a `maya emulate --json` summary: no gpu, emulated_ranks, iterations, oom, trace_dir",
+        str(tmp_path / "text.json"): "is not JSON",
+        str(tmp_path): "holds no finished `maya tune` study",
+    }
+    for path, message in cases.items():
+        assert main(["report", path]) == 2, path
+        err = capsys.readouterr().err
+        assert err.startswith("maya report: error: ") and message in err, err
+    assert main(["report", str(tmp_path), "--top", "0"]) == 2
+    assert "--top must be at least 1" in capsys.readouterr().err
 
 
 def test_simulate_incomplete_trace_dir_exits_2_with_message(tmp_path, capsys):

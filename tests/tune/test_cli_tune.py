@@ -1,4 +1,5 @@
-"""`maya tune` from the command line: --help, bad input before any Ray work, interrupt and --resume."""
+"""`maya tune` from the command line: --help, bad input before any Ray work, interrupt and --resume, and
+`maya report` of its output directory."""
 
 import os
 import signal
@@ -74,6 +75,13 @@ def test_interrupted_study_resumes_where_it_stopped(ray_local, tmp_path):
     table = pd.read_csv(out / "results.csv")
     assert sorted(table["micro_batch"]) == [1, 2, 4, 8] and (table["status"] == "ok").all()
     assert table["trial_id"].is_unique
+
+    # `maya report OUT` prints the finished study's page again from its files alone, and more of it on request.
+    again = _maya("report", str(out))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == second.stdout and "top 4 by cost" in again.stdout
+    shorter = _maya("report", str(out), "--top", "1")
+    assert shorter.returncode == 0 and "top 1 by cost" in shorter.stdout and "  2. $" not in shorter.stdout
 
 
 def test_existing_study_is_not_overwritten(tmp_path):
