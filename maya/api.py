@@ -47,6 +47,7 @@ def emulate(
     rank_classes: Mapping[int, int] | None = None,
     host_profile: str | os.PathLike | Mapping[str, float] | None = None,
     zero_only_families: Sequence[int] = (),
+    with_host_speed_range: bool = False,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -88,6 +89,9 @@ def emulate(
             its per-op figures replace the shipped ones in the prediction, and in the step times a
             one-rank script measures with CUDA events (several ranks' own event timings keep the
             shipped figures).
+        with_host_speed_range: a host-bound prediction also gives the step on a fast and a slow machine
+            (`host_speed_range_ms` in the summary; `maya.predict.predict`), at the price of two more
+            simulations; not with `host_profile`.
 
     Returns:
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
@@ -109,7 +113,7 @@ def emulate(
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
             variant_families, cluster, in_process, max_rank_classes, after_rank, first_ranks, rank_classes,
-            host_per_op_us, zero_only_families,
+            host_per_op_us, zero_only_families, with_host_speed_range,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -124,7 +128,7 @@ def emulate(
     # times; one that runs out of memory, or fails within its first iteration, gets none.
     completed = outcome.exit_code != 0 and not outcome.oom and len(state.iterations) > 1
     if outcome.exit_code == 0 or completed:
-        iterations, extra = _with_times(iterations, table, spec.key, trace_dir, cluster, host_per_op_us)
+        iterations, extra = _with_times(iterations, table, spec.key, trace_dir, cluster, host_per_op_us, with_host_speed_range)
     if outcome.exit_code == 0:  # a failed run's trace stays incomplete for `maya simulate`
         write_meta(
             trace_dir,
@@ -144,11 +148,12 @@ def emulate(
 
 
 def _with_times(iterations: list[IterationSummary], table, gpu: str, trace_dir: Path, cluster: ClusterSpec | None = None,
-                host_per_op_us: Mapping[str, float] | None = None):
+                host_per_op_us: Mapping[str, float] | None = None, with_host_speed_range: bool = False):
     """Fill `time_ms` from the estimator and simulator; extras carry breakdown and sources."""
     from maya.predict import predict
 
-    prediction = predict({0: table}, gpu, cluster=cluster, trace_dir=trace_dir, host_per_op_us=host_per_op_us)
+    prediction = predict({0: table}, gpu, cluster=cluster, trace_dir=trace_dir, host_per_op_us=host_per_op_us,
+                         with_host_speed_range=with_host_speed_range)
     times = prediction.iteration_ms
     timed = [replace(it, time_ms=times[it.index]) if it.index < len(times) else it for it in iterations]
     extra = prediction.summary_extra()
@@ -161,6 +166,7 @@ def _emulate_world(
     cluster: ClusterSpec | None = None, in_process: bool = False, max_rank_classes: int | None = None,
     after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (), rank_classes: Mapping[int, int] | None = None,
     host_per_op_us: Mapping[str, float] | None = None, zero_only_families: Sequence[int] = (),
+    with_host_speed_range: bool = False,
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -196,6 +202,7 @@ def _emulate_world(
     prediction = predict(
         tables, gpu, cluster=cluster or _launch_cluster(gpu, world_size, local_world_size),
         rank_to_representative=world.rank_to_representative, trace_dir=trace_dir, host_per_op_us=host_per_op_us,
+        with_host_speed_range=with_host_speed_range,
     )
     slowest = world.rank_to_representative[prediction.slowest_rank]
     iterations = _iterations(world.results[slowest].iterations, tables[slowest])

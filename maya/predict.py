@@ -15,10 +15,11 @@ import pyarrow as pa
 from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_params
 from maya.estimator.estimate import estimate_trace, source_shares
 from maya.estimator.exact_table import ExactTable
-from maya.estimator.host_cost import host_costs_us, kernel_gap_us, launch_stream_us
+from maya.estimator.host_cost import host_costs_us, host_speed_range, kernel_gap_us, launch_stream_us
 from maya.estimator.model_set import load_model_set, resolve_models_dir
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
 from maya.simulator import RankBreakdown, SimulationParams, SimulationResult, export_chrome_trace, simulate
+from maya.summary import HOST_BOUND_SHARE
 from maya.throughput import model_flops_per_iteration
 
 TOP_N = 10
@@ -57,6 +58,9 @@ class Prediction:
     """Where the job was simulated."""
     timeline_path: str | None
     """Chrome/Perfetto trace of the simulated timeline (opens in ui.perfetto.dev); None if not written."""
+    host_speed_range_ms: tuple[float, float] | None = None
+    """A host-bound job's median iteration time on a fast and on a slow machine of the GPU's kind
+    (`maya.estimator.host_cost.host_speed_range`), milliseconds; None when not asked for or not host-bound."""
 
     def summary_extra(self) -> dict:
         """The summary JSON's keys that come from the prediction (beyond per-iteration `time_ms`)."""
@@ -76,6 +80,7 @@ class Prediction:
                 "price_per_gpu_hour_usd": self.cluster.price_per_gpu_hour_usd,
             },
             "timeline": self.timeline_path,
+            **({"host_speed_range_ms": list(self.host_speed_range_ms)} if self.host_speed_range_ms else {}),
         }
 
 
@@ -90,6 +95,7 @@ def predict(
     params: SimulationParams | None = None,
     exact: str | os.PathLike | None = None,
     host_per_op_us: Mapping[str, float] | None = None,
+    with_host_speed_range: bool = False,
 ) -> Prediction:
     """Estimate every representative rank's trace on GPUs of type `gpu`, simulate the job, summarise.
 
@@ -112,6 +118,9 @@ def predict(
             and the models for the signatures they hold.
         host_per_op_us: host figures measured on the machine the job will run on (`per_op_us` of its
             `maya profile --families host`), in place of the shipped ones it names.
+        with_host_speed_range: when the slowest rank is host-bound for `HOST_BOUND_SHARE` of its time or more,
+            and no `host_per_op_us` names the machine, simulate the job twice more with its host costs
+            scaled by `host_speed_range(gpu)` (`Prediction.host_speed_range_ms`).
 
     Raises:
         ValueError: `cluster`'s GPU is not `gpu`, the job does not fit the cluster, or the ranks are
@@ -122,8 +131,16 @@ def predict(
         cluster = cluster_for_gpu(gpu, world_size)
     elif cluster.gpu != gpu:
         raise ValueError(f"cluster {cluster.name!r} has gpu={cluster.gpu!r} but the ops are estimated for gpu={gpu!r}")
+    params = params or default_params(gpu)
     estimated, result = estimate_and_simulate(tables, gpu, cluster, rank_to_representative=rank_to_representative,
                                               params=params, exact=exact, host_per_op_us=host_per_op_us)
+    breakdown = _breakdown_ms(result.breakdown[result.slowest_rank])
+    spread = None
+    scales = host_speed_range(gpu) if with_host_speed_range and host_per_op_us is None else None
+    if scales and breakdown["host_bound_ms"] >= HOST_BOUND_SHARE * sum(breakdown.values()):
+        spread = tuple(statistics.median(simulate(_host_scaled(estimated, scale), cluster, params=params,
+                                                  rank_to_representative=rank_to_representative).iteration_times_us) / 1000.0
+                       for scale in scales)
     if timeline_path is None and trace_dir is not None:
         timeline_path = Path(trace_dir) / "timeline.json"
     timeline = str(export_chrome_trace(result, timeline_path)) if timeline_path is not None else None
@@ -133,7 +150,7 @@ def predict(
         iteration_ms=iteration_ms,
         source_shares=_source_shares(estimated, result.rank_to_representative, result.from_iteration,
                                      result.to_iteration),
-        breakdown=_breakdown_ms(result.breakdown[slowest]),
+        breakdown=breakdown,
         slowest_rank=slowest,
         rank_breakdowns=[
             {"rank": b.rank, "members": b.members, "total_ms": b.total_us / 1000.0, **_breakdown_ms(b),
@@ -147,6 +164,7 @@ def predict(
         world_size=result.world_size,
         cluster=cluster,
         timeline_path=timeline,
+        host_speed_range_ms=spread,
     )
 
 
@@ -171,10 +189,21 @@ def estimate_and_simulate(
         df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
         df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
         estimated[rank] = df
-    if params is None:  # NCCL fitted to this GPU's measurements where they exist (benchmarks/collective_model.py)
-        params = SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),
-                                  kernel_gap_us=kernel_gap_us(gpu))
-    return estimated, simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
+    return estimated, simulate(estimated, cluster, rank_to_representative=rank_to_representative,
+                               params=params or default_params(gpu))
+
+
+def default_params(gpu: str) -> SimulationParams:
+    """The simulation's calibration for `gpu`: NCCL fitted to its measurements where they exist
+    (benchmarks/collective_model.py), its measured compute slow-down under overlap and kernel gap."""
+    return SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),
+                            kernel_gap_us=kernel_gap_us(gpu))
+
+
+def _host_scaled(estimated: dict[int, pd.DataFrame], scale: float) -> dict[int, pd.DataFrame]:
+    """The estimated traces with every row's host time (and RNN launch time) multiplied by `scale`."""
+    return {rank: df.assign(host_us=df["host_us"] * scale, launch_us=df["launch_us"] * scale)
+            for rank, df in estimated.items()}
 
 
 def _breakdown_ms(b: RankBreakdown) -> dict[str, float]:

@@ -35,6 +35,7 @@ def simulate_trace_dir(
     params: SimulationParams | None = None,
     exact: str | os.PathLike | None = None,
     host_profile: str | os.PathLike | Mapping[str, float] | None = None,
+    with_host_speed_range: bool = False,
 ) -> EmulationSummary:
     """Estimate and simulate the traces of a finished `maya emulate` run on a cluster; same summary shape.
 
@@ -56,6 +57,8 @@ def simulate_trace_dir(
         host_profile: the host costs of the machine the job will run on (`maya profile --families host
             --out DIR`: DIR or DIR/host_overhead.json, or its `per_op_us` figures already read); its
             per-op figures replace the shipped ones.
+        with_host_speed_range: a host-bound prediction also gives the step on a fast and a slow machine
+            (`host_speed_range_ms`; `maya.predict.predict`); not with `host_profile`.
 
     Returns:
         The summary, with `gpu` the cluster's GPU and `emulated_gpu` the one the trace was recorded
@@ -86,7 +89,7 @@ def simulate_trace_dir(
     prediction = predict(
         tables, spec.gpu, cluster=spec, rank_to_representative=representative,
         timeline_path=timeline_path if timeline_path is not None else trace_dir / f"timeline-{spec.name}.json",
-        params=params, exact=exact, host_per_op_us=host_per_op_us,
+        params=params, exact=exact, host_per_op_us=host_per_op_us, with_host_speed_range=with_host_speed_range,
     )
     iterations = _iterations(tables[prediction.slowest_rank], prediction.iteration_ms)
     return EmulationSummary(

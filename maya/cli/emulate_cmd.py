@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             verify_dedup=args.verify_dedup,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
             host_profile=args.host_profile,
+            with_host_speed_range=True,
         )
     except (FileNotFoundError, ValueError, NotImplementedError) as e:
         print(f"maya emulate: error: {e}", file=sys.stderr)

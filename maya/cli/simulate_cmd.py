@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             tokens_per_iteration=args.tokens_per_iteration,
             exact=args.exact,
             host_profile=args.host_profile,
+            with_host_speed_range=True,
         )
     except (FileNotFoundError, ValueError, SimulationDeadlockError) as e:
         print(f"maya simulate: error: {e}", file=sys.stderr)

@@ -143,6 +143,15 @@ def checkpoint_figures(costs: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def host_speed_range(gpu: str = "h200") -> tuple[float, float] | None:
+    """Host costs on a fast and on a slow machine of the kind, as multipliers of the median machine's: the
+    10th and 90th percentiles of host-set steps' time over their median across real `gpu` machines
+    (`host_speed_range` in host_overhead.json, by benchmarks/host_speed_range.py; the H200's for
+    others); None where never measured."""
+    value = _host_overhead_file(gpu).get("host_speed_range")
+    return (float(value[0]), float(value[1])) if value else None
+
+
 def forward_in_situ_factor(gpu: str = "h200") -> float:
     """How much longer real models take to issue a forward launch than the microbenchmark's module
     chain (`forward_in_situ_factor` in host_overhead.json, by benchmarks/host_phase_factors.py from

@@ -1,13 +1,18 @@
-"""`maya.predict.predict` on a real emulated GPT trace: one rank, two data-parallel ranks, rank classes."""
+"""`maya.predict.predict` on a real emulated GPT trace: one rank, two data-parallel ranks, rank classes,
+and the step on a fast and a slow host."""
 
 import json
+import statistics
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from maya.hardware.cluster import load_cluster
-from maya.predict import predict
+from maya.estimator.host_cost import host_speed_range
+from maya.hardware.cluster import cluster_for_gpu, load_cluster
+from maya.predict import default_params, estimate_and_simulate, predict
+from maya.simulator import simulate
+from maya.summary import HOST_BOUND_SHARE
 from maya.trace import TRACE_SCHEMA, read_rank_trace
 
 GRAD_BYTES = 64 << 20
@@ -122,3 +127,26 @@ def test_estimate_sources_leave_out_work_after_the_last_iteration(gpt_run):
     assert after.source_shares == pytest.approx(before.source_shares)
     assert after.breakdown == pytest.approx(before.breakdown)
     assert [r["op"] for r in after.top_ops] == [r["op"] for r in before.top_ops]
+
+
+def test_a_host_bound_prediction_gives_the_step_on_a_fast_and_a_slow_host(gpt_run):
+    table = read_rank_trace(gpt_run[1], 0)
+    plain = predict({0: table}, "h200")
+    assert plain.host_speed_range_ms is None and "host_speed_range_ms" not in plain.summary_extra()
+    assert plain.breakdown["host_bound_ms"] >= HOST_BOUND_SHARE * sum(plain.breakdown.values())  # a tiny GPT: host-bound
+    p = predict({0: table}, "h200", with_host_speed_range=True)
+    assert p.iteration_ms == plain.iteration_ms
+    # The same estimated trace simulated with every host cost scaled by the shipped range's ends.
+    estimated, _ = estimate_and_simulate({0: table}, "h200", cluster_for_gpu("h200", 1))
+    expected = []
+    for scale in host_speed_range("h200"):
+        scaled = {r: df.assign(host_us=df["host_us"] * scale, launch_us=df["launch_us"] * scale) for r, df in estimated.items()}
+        times = simulate(scaled, cluster_for_gpu("h200", 1), params=default_params("h200")).iteration_times_us
+        expected.append(statistics.median(times) / 1000.0)
+    assert p.host_speed_range_ms == pytest.approx(tuple(expected))
+    fast, slow = p.host_speed_range_ms
+    assert fast < statistics.median(p.iteration_ms) < slow
+    assert p.summary_extra()["host_speed_range_ms"] == [fast, slow]
+    # Host figures measured on the machine itself leave no machine-to-machine range to give.
+    measured = predict({0: table}, "h200", with_host_speed_range=True, host_per_op_us={"aten_op_us": 9.0})
+    assert measured.host_speed_range_ms is None

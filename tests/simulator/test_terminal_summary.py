@@ -86,8 +86,11 @@ def test_terminal_summary_one_page():
     assert "rank 1 (slowest), iterations after the first: 100.00 ms" in steady
     assert "host-bound: the host's CPU" not in text  # 10% host-bound
     host_bound = {"compute_ms": 60.0, "exposed_comm_ms": 0.0, "host_bound_ms": 30.0, "idle_ms": 10.0}
-    assert "host-bound: the host's CPU sets part of this step" in terminal_summary(
+    assert "host-bound: the host's CPU sets part of this step; on real H200 machines" in terminal_summary(
         _summary(extra=_extra(breakdown_ms=host_bound)))
+    assert ("host-bound: the host's CPU sets part of this step: 31.50 ms on a fast host, 48.75 ms on a slow one "
+            "(the 10th and 90th percentiles of the H200 machines measured)") in terminal_summary(
+        _summary(extra=_extra(breakdown_ms=host_bound, host_speed_range_ms=[31.5, 48.75])))
     assert ("(share of GPU time over all ranks in the iterations after the first, which holds the set-up; "
             "estimates too)") in steady
 
