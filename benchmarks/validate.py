@@ -60,7 +60,7 @@ CHILD_CODE = """
 import json, sys
 from maya.api import emulate
 script, out, trace_dir, args, gpu, host = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5], sys.argv[6]
-summary = emulate(script, args, gpu=gpu, trace_dir=trace_dir, host_profile=host or None)
+summary = emulate(script, args, gpu=gpu, trace_dir=trace_dir, host_profile=host or None, with_host_speed_range=not host)
 summary.write_json(out)
 """
 
@@ -129,6 +129,10 @@ class Row:
     median over several."""
     lease_range_ms: tuple[float, float] | None = None
     """The fastest and slowest step time the leases measured."""
+    lease_steps_ms: tuple[float, ...] = ()
+    """Every lease's step time (the scored file's first)."""
+    host_range_ms: tuple[float, float] | None = None
+    """A host-bound prediction's step on a fast and on a slow host (the summary's `host_speed_range_ms`)."""
     measured_reserved: int | None = None
     """`torch.cuda.max_memory_reserved()` after warm-up: the caching allocator's segments, which decide OOM."""
     predicted_reserved: int | None = None
@@ -232,7 +236,23 @@ def summary_lines(rows: list[Row]) -> list[str]:
         inside = [r.name for r in known if r.within_leases]
         lines.append(f"- predicted step time within the range the leases measured: {len(inside)} of {len(known)} "
                      "workloads measured on more than one lease")
+        for label, group in groups[:2]:
+            if line := _host_range_line(label, group):
+                lines.append(line)
     return lines
+
+
+def _host_range_line(label: str, group: list[Row]) -> str | None:
+    """How many lease step times of the group's host-bound predictions (those with a fast-to-slow host
+    range) fall inside that range; None when none has both a range and several leases."""
+    ranged = [r for r in group if r.host_range_ms is not None and len(r.lease_steps_ms) > 1]
+    if not ranged:
+        return None
+    inside = sum(r.host_range_ms[0] <= t <= r.host_range_ms[1] for r in ranged for t in r.lease_steps_ms)
+    total = sum(len(r.lease_steps_ms) for r in ranged)
+    return (f"- {label} lease step times within the predicted fast-to-slow host range (the 10th to 90th "
+            f"percentile host): {inside} of {total} ({inside / total:.0%}), over the {len(ranged)} host-bound "
+            "predictions measured on more than one lease")
 
 
 def _summary_line(label: str, group: list[Row], error) -> str:
@@ -259,6 +279,7 @@ def join_leases(rows: list[Row], gpu: str) -> None:
             r.first_lease_ms = r.measured_ms
             r.measured_ms, r.leases = medians[r.name]
             r.lease_range_ms = (min(times[r.name]), max(times[r.name]))
+            r.lease_steps_ms = tuple(times[r.name])
 
 
 def first_line(text: str | None) -> str:
@@ -324,6 +345,8 @@ def compare(workload: Workload, summary: dict, truth: dict | None) -> Row:
         row.status = ("OOM: " if summary.get("oom") else "FAILED: ") + first_line(summary.get("error"))
         return row
     row.predicted_ms, row.predicted_bytes, row.predicted_reserved = predicted_figures(summary["iterations"], warmup, steps)
+    if summary.get("host_speed_range_ms"):
+        row.host_range_ms = tuple(summary["host_speed_range_ms"])
     if row.predicted_ms is None:
         row.status = f"FAILED: no timed iterations ({len(summary['iterations'])} iterations, warmup {warmup})"
     elif not measured_ok:

@@ -118,6 +118,24 @@ def test_a_median_over_leases_is_also_scored_against_the_first_lease_alone():
     assert not any("first lease" in line for line in validate.summary_lines(rows))
 
 
+def test_lease_step_times_inside_a_host_bound_predictions_host_range_are_counted_per_set():
+    def row(name, held_out, host_range, steps):
+        return validate.Row(name=name, held_out=held_out, measured_ms=steps[0], predicted_ms=50.0, measured_bytes=GIB,
+                            predicted_bytes=GIB, status="ok", leases=len(steps), first_lease_ms=steps[0],
+                            lease_steps_ms=steps, host_range_ms=host_range)
+    rows = [row("a", False, (40.0, 60.0), (39.0, 40.0, 50.0, 61.0)),   # 2 of 4 inside (ends included)
+            row("b", False, None, (10.0, 20.0)),                       # GPU-bound: no range, not counted
+            row("c", True, (40.0, 60.0), (45.0, 55.0, 65.0)),          # 2 of 3
+            row("d", True, (40.0, 60.0), (50.0,))]                     # one lease: not counted
+    lines = validate.summary_lines(rows)
+    assert lines[-2] == ("- calibration lease step times within the predicted fast-to-slow host range (the 10th to 90th "
+                         "percentile host): 2 of 4 (50%), over the 1 host-bound predictions measured on more than one lease")
+    assert lines[-1].startswith("- held-out lease step times within the predicted fast-to-slow host range") and \
+        ": 2 of 3 (67%), over the 1 host-bound" in lines[-1]
+    rows[2].host_range_ms = None
+    assert not validate.summary_lines(rows)[-1].startswith("- held-out lease step times")
+
+
 def test_lease_medians_take_every_lease_that_measured_the_workload():
     from ground_truth_repeatability import lease_medians
 
