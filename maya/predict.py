@@ -131,7 +131,8 @@ def predict(
         cluster = cluster_for_gpu(gpu, world_size)
     elif cluster.gpu != gpu:
         raise ValueError(f"cluster {cluster.name!r} has gpu={cluster.gpu!r} but the ops are estimated for gpu={gpu!r}")
-    params = params or default_params(gpu)
+    if params is None:
+        params = default_params(gpu)
     estimated, result = estimate_and_simulate(tables, gpu, cluster, rank_to_representative=rank_to_representative,
                                               params=params, exact=exact, host_per_op_us=host_per_op_us)
     breakdown = _breakdown_ms(result.breakdown[result.slowest_rank])
@@ -189,8 +190,9 @@ def estimate_and_simulate(
         df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
         df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
         estimated[rank] = df
-    return estimated, simulate(estimated, cluster, rank_to_representative=rank_to_representative,
-                               params=params or default_params(gpu))
+    if params is None:
+        params = default_params(gpu)
+    return estimated, simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
 
 
 def default_params(gpu: str) -> SimulationParams:
