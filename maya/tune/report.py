@@ -90,8 +90,11 @@ def read_report(out_dir: str | Path) -> tuple[TuneResults, int]:
     """
     out = Path(out_dir).resolve()
     record_path, table_path = out / STUDY_FILE, out / "results.parquet"
-    if not record_path.is_file() or not table_path.is_file():
-        raise FileNotFoundError(f"{out_dir} holds no finished `maya tune` study (no {STUDY_FILE} or results.parquet)")
+    if not table_path.is_file():
+        raise FileNotFoundError(f"{out_dir} holds no finished `maya tune` study (no results.parquet)")
+    if not record_path.is_file():
+        raise FileNotFoundError(f"{out_dir} has a study's results but no {STUDY_FILE}: a Maya before `maya report` "
+                                "wrote it (its results.csv and top_k.csv hold the ranking)")
     record = json.loads(record_path.read_text())
     best_path = out / "best.json"
     best = json.loads(best_path.read_text()) if best_path.is_file() else {}

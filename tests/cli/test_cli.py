@@ -95,13 +95,17 @@ def test_report_bad_input_exits_2_naming_the_problem(tmp_path, capsys):
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "other.json").write_text('{"world_size": 1}')
     (tmp_path / "text.json").write_text("not json")
+    old_study = tmp_path / "old_study"
+    old_study.mkdir()
+    (old_study / "results.parquet").write_bytes(b"")
     cases = {
         str(tmp_path / "nowhere.json"): "no such file or directory",
         str(trace): f"`maya simulate {trace}`",
         str(tmp_path / "list.json"): "holds a JSON list",
         str(tmp_path / "other.json"): "not a `maya emulate --json` summary: no gpu, emulated_ranks, iterations, oom, trace_dir",
         str(tmp_path / "text.json"): "is not JSON",
-        str(tmp_path): "holds no finished `maya tune` study",
+        str(tmp_path): "holds no finished `maya tune` study (no results.parquet)",
+        str(old_study): "a Maya before `maya report` wrote it",
     }
     for path, message in cases.items():
         assert main(["report", path]) == 2, path
