@@ -35,7 +35,7 @@ def test_simulate_help(capsys):
 
 def test_top_level_help_lists_subcommands():
     r = _maya("--help")
-    assert r.returncode == 0 and all(c in r.stdout for c in ("emulate", "simulate", "profile", "fit"))
+    assert r.returncode == 0 and all(c in r.stdout for c in ("emulate", "simulate", "profile", "fit", "tune", "report"))
 
 
 def test_emulate_missing_script_exits_2_with_message():
