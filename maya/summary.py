@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from dataclasses import asdict, dataclass, field
@@ -139,8 +140,7 @@ class EmulationSummary:
             iterations = [IterationSummary(**it) for it in d["iterations"]]
         except TypeError as e:
             raise ValueError(f"not a `maya emulate --json` summary: an iteration is malformed ({e})") from None
-        fields = {"world_size", "gpu", "emulated_ranks", "iterations", "oom", "trace_dir", "exit_code", "error",
-                  "samples_per_iteration", "tokens_per_iteration"}
+        fields = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         return cls(
             world_size=d["world_size"], gpu=d["gpu"], emulated_ranks=list(d["emulated_ranks"]), iterations=iterations,
             oom=d["oom"], trace_dir=d["trace_dir"], exit_code=d.get("exit_code", 0), error=d.get("error"),
