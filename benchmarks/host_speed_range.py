@@ -63,12 +63,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help="store the range in maya/estimator/data/h200/host_overhead.json")
     args = p.parse_args()
-    ratios = host_set_ratios(lease_times())
+    times = lease_times()
+    ratios = host_set_ratios(times)
     if not ratios:
         raise SystemExit("no calibration workload's step is set by the host: nothing to pool")
     for name, r in ratios.items():
         print(f"{name}: {len(r)} leases, step / median {min(r):.2f}-{max(r):.2f} "
-              f"(GPU busy {gpu_busy_ms(name):.2f} ms of a {statistics.median(lease_times()[name]):.2f} ms median step)")
+              f"(GPU busy {gpu_busy_ms(name):.2f} ms of a {statistics.median(times[name]):.2f} ms median step)")
     pooled = [x for r in ratios.values() for x in r]
     low, high = (round(float(np.percentile(pooled, q)), 3) for q in PERCENTILES)
     print(f"pooled over {len(pooled)} lease steps: {PERCENTILES[0]:.0f}th percentile {low}, {PERCENTILES[1]:.0f}th {high}")
