@@ -129,12 +129,11 @@ def _breakdown(d: dict, world_size: int) -> list[str]:
     span = "iterations after the first" if d.get("from_iteration", 0) >= 1 else "all iterations"
     lines = [_row("breakdown", f"{who}, {span}: {total:,.2f} ms"), _row("", _buckets(b, total))]
     if total and b.get("host_bound_ms", 0.0) / total >= HOST_BOUND_SHARE:
-        if spread := d.get("host_speed_range_ms"):
-            lines.append(_row("", f"host-bound: the host's CPU sets part of this step: {spread[0]:,.2f} ms on a fast host, "
-                                  f"{spread[1]:,.2f} ms on a slow one (the 10th and 90th percentiles of the H200 machines measured)"))
-        else:
-            lines.append(_row("", "host-bound: the host's CPU sets part of this step; on real H200 machines such "
-                                  "steps varied by tens of percent between machines"))
+        spread = d.get("host_speed_range_ms")
+        how = (f": {spread[0]:,.2f} ms on a fast host, {spread[1]:,.2f} ms on a slow one (the 10th and 90th percentiles "
+               "of the H200 machines measured)" if spread else
+               "; on real H200 machines such steps varied by tens of percent between machines")
+        lines.append(_row("", "host-bound: the host's CPU sets part of this step" + how))
     if len(ranks) > 1:
         for r in ranks[:_SHOWN_RANKS]:
             label = f"rank {r['rank']}" + (f" (x{r['members']})" if r["members"] > 1 else "")
