@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from maya.emulator import allocator_config
+from maya.emulator.iteration_cycles import merge_optimizer_cycles
 from maya.emulator.session import EmulationSession
 from maya.emulator.state import EmulationState, RankConfig
 
@@ -92,6 +93,7 @@ def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, e
         os.environ.update({k: v for k, v in saved_env.items() if os.environ.get(k) != v})
     if note := allocator_settings_note(settings):
         log.warning(note)
+    merge_optimizer_cycles(session.state)
     return RunOutcome(state=session.state, exit_code=exit_code, error=error, oom=oom or session.state.oom)
 
 

@@ -152,7 +152,9 @@ class EmulationSession:
 def mark_iteration() -> None:
     """End the current iteration explicitly, for loops without an optimizer step.
 
-    A no-op when no emulation is running, so scripts can call it unconditionally.
+    When a script calls it, its calls alone end iterations; its optimizers' `step()` calls no longer
+    do (`maya.emulator.iteration_cycles`). A no-op when no emulation is running, so scripts can call
+    it unconditionally.
     """
     try:
         state = st.active()
@@ -170,7 +172,7 @@ def _install_optimizer_hooks(state: EmulationState, tracker: ModuleTracker) -> l
     def post(optimizer, args, kwargs):
         state.in_optimizer -= 1
         if state.in_optimizer == 0:
-            state.end_iteration()
+            state.end_iteration(optimizer)
             tracker.node_modules.clear()  # the iteration's backward is over
 
     return [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]

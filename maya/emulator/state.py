@@ -68,6 +68,9 @@ class EmulationState:
     """One tuple per trace row, in the column order of `ROW_FIELDS`."""
     iteration: int = 0
     iterations: list[IterationStats] = field(default_factory=list)
+    iteration_ends: list[tuple[int, str] | None] = field(default_factory=list)
+    """Who closed each iteration, in order: the (id, class name) of the optimizer whose `step()` did,
+    or None for `maya.mark_iteration()` (`maya.emulator.iteration_cycles` reads them)."""
     current_stream: int = 0
     next_stream_id: int = 1
     next_event_id: int = 0
@@ -154,9 +157,10 @@ class EmulationState:
             )
         )
 
-    def end_iteration(self) -> None:
-        """Close the current iteration (after `optimizer.step()` or `maya.mark_iteration()`)."""
+    def end_iteration(self, optimizer: object | None = None) -> None:
+        """Close the current iteration (after `optimizer.step()`, or `maya.mark_iteration()` without one)."""
         self.add_row(EventKind.ITERATION_END, "maya:iteration_end")
+        self.iteration_ends.append(None if optimizer is None else (id(optimizer), type(optimizer).__name__))
         self.iteration += 1
         s = self.allocator.stats
         self.iterations.append(
