@@ -42,7 +42,8 @@ ZERO_COST_OPS = frozenset({
 })  # fmt: skip
 """View, metadata and allocation ops: no kernel runs, so 0 FLOPs and 0 bytes."""
 
-MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation"})
+MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation",
+                        "aten::_scaled_mm"})
 """Dense matrix multiplies: 2*M*N*K FLOPs (times the batch for bmm)."""
 
 CONV_OPS = frozenset({"aten::convolution", "aten::_convolution", "aten::cudnn_convolution"})
@@ -275,8 +276,9 @@ def _default(op, ins, in_dt, outs, out_dt, attrs):
 
 
 def _matmul(op, ins, in_dt, outs, out_dt, attrs):
-    """mm/bmm: 2*M*N*K (times batch); addmm/baddbmm add one FLOP per output element for the bias."""
-    if op in ("aten::mm", "aten::bmm"):
+    """mm/bmm: 2*M*N*K (times batch); addmm/baddbmm add one FLOP per output element for the bias, and
+    _scaled_mm (float8) one for its scaling."""
+    if op in ("aten::mm", "aten::bmm", "aten::_scaled_mm"):  # _scaled_mm(a, b, scale_a, scale_b, ...)
         a = ins[0]
     else:  # addmm(bias, a, b), baddbmm(bias, a, b), _addmm_activation(bias, a, b)
         a = ins[1]

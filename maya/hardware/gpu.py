@@ -49,7 +49,10 @@ class GpuSpec:
             raise ValueError(f"{self.key}: peak_tflops needs at least bfloat16 and float32")
 
     def peak_flops_for(self, dtype_name: str) -> float:
-        """Peak FLOP/s for a dtype name such as `bfloat16`; unknown dtypes use float32's rate."""
+        """Peak FLOP/s for a dtype name such as `bfloat16`; the float8 formats (`float8_e4m3fn`,
+        `float8_e5m2`, ...) take the catalog's `float8` rate; unknown dtypes use float32's rate."""
+        if dtype_name.startswith("float8_") and "float8" in self.peak_flops_per_s:
+            dtype_name = "float8"
         return self.peak_flops_per_s.get(dtype_name, self.peak_flops_per_s["float32"])
 
 
