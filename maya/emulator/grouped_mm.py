@@ -25,6 +25,15 @@ with sm90 and sm100 only)."""
 
 _DTYPES = (torch.bfloat16, torch.float32, torch.float16)
 
+SCALED_MM_REFUSED = ("torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, "
+                     "or ROCm MI300+")
+"""What CUDA's `_scaled_mm` (float8 GEMMs: aten/src/ATen/native/cuda/Blas.cpp) raises on an older GPU."""
+
+
+def scaled_mm_allowed(capability: tuple[int, int]) -> bool:
+    """Whether a GPU of `capability` runs float8 GEMMs (`_scaled_mm_allowed_device`: 8.9 or 9.0 and up)."""
+    return tuple(capability) >= (9, 0) or tuple(capability) == (8, 9)
+
 
 def grouped_mm_falls_back(mat_a: torch.Tensor, mat_b: torch.Tensor, out_dtype=None, *,
                           capability: tuple[int, int]) -> bool:

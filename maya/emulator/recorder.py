@@ -52,7 +52,7 @@ from maya.emulator.ctc_loss import ctc_loss_outputs
 from maya.emulator.distributed import COLLECTIVE_NAMESPACES, record_functional_collective
 from maya.emulator.events import EventKind, Phase
 from maya.emulator.generators import without_emulated_generator
-from maya.emulator.grouped_mm import grouped_mm_fallback, grouped_mm_falls_back
+from maya.emulator.grouped_mm import SCALED_MM_REFUSED, grouped_mm_fallback, grouped_mm_falls_back, scaled_mm_allowed
 from maya.emulator.host_tensors import host_ints, runs_on_host
 from maya.emulator.module_tracker import ModuleTracker
 from maya.emulator.operand_copies import COPYING_OPS, copied_operands
@@ -381,6 +381,9 @@ class Recorder(TorchDispatchMode):
                 return func(*args, **kwargs)
         if func is aten._local_scalar_dense.default or func is aten.item.default:  # item(): in inference mode
             return self._item(args[0])
+        if func is aten._scaled_mm.default and _on_gpu(args[0]) and not scaled_mm_allowed(
+                self.state.config.gpu.compute_capability):
+            raise RuntimeError(SCALED_MM_REFUSED)
         if func is aten._grouped_mm.default and _on_gpu(args[0]) and grouped_mm_falls_back(
                 args[0], args[1], kwargs.get("out_dtype", args[4] if len(args) > 4 else None),
                 capability=self.state.config.gpu.compute_capability):

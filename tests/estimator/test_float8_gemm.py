@@ -33,3 +33,9 @@ def test_float8_gemm_counts_its_flops_and_takes_the_float8_roofline_with_a_warni
     assert (df["estimate_source"] == "roofline").all() and df["low_confidence"].all()
     # Other dtypes keep their own rates; one the catalog lacks takes float32's.
     assert gpu.peak_flops_for("bfloat16") == 989.4e12 and gpu.peak_flops_for("int4") == gpu.peak_flops_for("float32")
+
+
+def test_an_a100_refuses_float8_gemms_as_cuda_does(scripts, tmp_path):
+    s = maya.emulate(scripts / "float8_gemm.py", [], gpu="a100", trace_dir=tmp_path / "t")
+    assert s.exit_code == 1
+    assert "RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9" in s.error
