@@ -15,6 +15,7 @@ they alone end iterations.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 
 from maya.emulator.events import EventKind
@@ -61,12 +62,25 @@ def kept_ends(ends: Sequence[tuple[int, str] | None]) -> list[bool] | None:
         return None
     if length == 1:
         return None
-    cycle = [end[1] for end in ends[:length]]
+    cycle = _names(ends[:length])
     log.warning(
         "%d optimizer steps per training step (%s): an iteration ends at the last of them, not at each.",
         length, ", ".join(cycle),
     )
     return [(i + 1) % length == 0 for i in range(len(ends))]
+
+
+def _names(ends: Sequence[tuple[int, str]]) -> list[str]:
+    """Each step's optimizer by class name, numbered by first step where several share a class
+    (`Adam #1, Adam #1, Adam #2`)."""
+    first: dict[int, str] = {}
+    for oid, name in ends:
+        first.setdefault(oid, name)
+    count, seen, label = Counter(first.values()), Counter(), {}
+    for oid, name in first.items():
+        seen[name] += 1
+        label[oid] = f"{name} #{seen[name]}" if count[name] > 1 else name
+    return [label[oid] for oid, _ in ends]
 
 
 def merge_optimizer_cycles(state: EmulationState) -> None:

@@ -52,3 +52,12 @@ def test_optimizers_in_no_repeating_order_end_an_iteration_each(scripts, tmp_pat
     assert s.exit_code == 0, s.error
     assert "2 optimizers (Adam, SGD) stepped in no repeating order over 4 step() calls" in caplog.text
     assert _ends(s)[0] == 4 and len(s.iterations) == 4
+
+
+def test_optimizers_of_one_class_are_numbered_in_the_warning(caplog):
+    from maya.emulator.iteration_cycles import kept_ends
+
+    ends = [(1, "Adam"), (1, "Adam"), (2, "Adam"), (3, "SGD")] * 2
+    with caplog.at_level(logging.WARNING, logger="maya.emulator.iteration_cycles"):
+        assert kept_ends(ends) == [False, False, False, True] * 2
+    assert "4 optimizer steps per training step (Adam #1, Adam #1, Adam #2, SGD)" in caplog.text
