@@ -3,10 +3,14 @@
 When the script asks for the time between two of its events, the rows recorded between the two
 records are estimated and simulated on one GPU of the target type, and the time between the two
 records' completion is returned (milliseconds). The script's own step-time log then prints the
-prediction. Exactness: the slice is simulated alone, so GPU work queued before the first record is
-not waited for, and collectives in it cost nothing here (no peers are simulated mid-run); for one
-GPU the figure matches the summary's iteration time closely, for several ranks it leaves out
-waiting for the other ranks and communication (the summary's `time_ms` includes both).
+prediction. The simulated slice starts at the host's last wait for the GPU before the first record
+(a `synchronize()`, an `item()`: a sync row, when one is among the `LOOKBACK_ROWS` rows before it),
+where both were idle, so that GPU work queued before the first record delays it as on a GPU (a
+microbenchmark that flushes the L2 cache and then times one kernel times the kernel, not the host's
+launch of it); without such a row the slice starts at the first record with an idle GPU.
+Collectives cost nothing here (no peers are simulated mid-run): for one GPU the figure matches the
+summary's iteration time closely, for several ranks it leaves out waiting for the other ranks and
+communication (the summary's `time_ms` includes both).
 """
 
 from __future__ import annotations
@@ -15,6 +19,12 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from maya.trace import EventKind
+
+LOOKBACK_ROWS = 20_000
+"""How far before the first record the timer looks for the host's last wait for the GPU."""
+_SYNC = EventKind.SYNC.value
 
 
 class EventTimer:
@@ -28,10 +38,11 @@ class EventTimer:
     def __call__(self, rows: list[tuple], first: int, last: int, stream: int) -> float:
         from torch.utils._python_dispatch import _disable_current_modes
 
+        begin = next((i for i in range(first, max(first - LOOKBACK_ROWS, -1), -1) if rows[i][2] == _SYNC), first)
         with _disable_current_modes():  # estimation must not be recorded as the script's own work
-            return self._elapsed_ms(rows[first:last + 1])
+            return self._elapsed_ms(rows[begin:last + 1], rows[first][0], rows[last][0])
 
-    def _elapsed_ms(self, rows: list[tuple]) -> float:
+    def _elapsed_ms(self, rows: list[tuple], start_seq: int, end_seq: int) -> float:
         from maya.estimator.estimate import estimate_trace
         from maya.estimator.host_cost import host_costs_us, launch_stream_us
         from maya.hardware.cluster import cluster_for_gpu
@@ -45,8 +56,8 @@ class EventTimer:
         df["launch_us"] = launch_stream_us(df, self.gpu, per_op_us=self.host_per_op_us)
         result = simulate({0: df}, cluster_for_gpu(self.gpu, 1))
         timeline = result.timelines[0]
-        records = timeline.filter(pc.equal(timeline["kind"].cast(pa.string()), "event_record"))
-        ends = records["end_us"].to_pylist()
+        records = timeline.filter(pc.is_in(timeline["seq"], pa.array([start_seq, end_seq], pa.int64())))
+        ends = dict(zip(records["seq"].to_pylist(), records["end_us"].to_pylist()))
         if len(ends) < 2:
             return 0.0
-        return max(ends[-1] - ends[0], 0.0) / 1000.0
+        return max(ends[end_seq] - ends[start_seq], 0.0) / 1000.0

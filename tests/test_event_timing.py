@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 
 import maya
@@ -32,3 +33,20 @@ def test_ops_without_a_model_are_warned_about_once_for_the_whole_run_not_per_tim
     warnings = [line for line in done.stderr.splitlines() if "had no model" in line]
     assert len(warnings) == 1, done.stderr
     assert "aten::searchsorted.Tensor (3)" in warnings[0]
+
+
+def test_a_kernel_timed_behind_queued_work_times_the_kernel_not_its_launch(tmp_path):
+    from maya.estimator.estimate import estimate_trace
+    from maya.trace import read_rank_trace
+
+    log = tmp_path / "times.txt"
+    script = Path(__file__).parent / "emulator" / "scripts" / "timed_kernel.py"
+    summary = maya.emulate(script, [str(log)], gpu="h200", trace_dir=tmp_path / "trace")
+    assert summary.exit_code == 0, summary.error
+    table = read_rank_trace(summary.trace_dir, 0)
+    mm = estimate_trace(table.filter(pc.equal(table["op"], "aten::mm")), gpu="h200")
+    kernel_ms = mm["duration_us"].iloc[-1] / 1000.0
+    # The flush keeps the GPU busy while the host records the start event and launches the GEMM, so
+    # the events bracket the GEMM alone (the host's launch of it, ~20 us, is hidden), as on a GPU.
+    for t in [float(x) for x in log.read_text().split()]:
+        assert t == pytest.approx(kernel_ms, abs=0.002)
