@@ -23,7 +23,7 @@ from maya.emulator.state import EmulationState, IterationStats
 
 log = logging.getLogger(__name__)
 
-_SEQ, _ITERATION, _KIND = 0, 1, 2
+_ITERATION, _KIND = 1, 2  # positions in a row tuple (state.ROW_FIELDS)
 _END = EventKind.ITERATION_END.value
 
 
