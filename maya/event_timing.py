@@ -20,11 +20,13 @@ from collections.abc import Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from maya.emulator.state import ROW_FIELDS
 from maya.trace import EventKind
 
 LOOKBACK_ROWS = 20_000
 """How far before the first record the timer looks for the host's last wait for the GPU."""
 _SYNC = EventKind.SYNC.value
+_SEQ, _KIND = ROW_FIELDS.index("seq"), ROW_FIELDS.index("kind")
 
 
 class EventTimer:
@@ -38,9 +40,9 @@ class EventTimer:
     def __call__(self, rows: list[tuple], first: int, last: int, stream: int) -> float:
         from torch.utils._python_dispatch import _disable_current_modes
 
-        begin = next((i for i in range(first, max(first - LOOKBACK_ROWS, -1), -1) if rows[i][2] == _SYNC), first)
+        begin = next((i for i in range(first, max(first - LOOKBACK_ROWS, -1), -1) if rows[i][_KIND] == _SYNC), first)
         with _disable_current_modes():  # estimation must not be recorded as the script's own work
-            return self._elapsed_ms(rows[begin:last + 1], rows[first][0], rows[last][0])
+            return self._elapsed_ms(rows[begin:last + 1], rows[first][_SEQ], rows[last][_SEQ])
 
     def _elapsed_ms(self, rows: list[tuple], start_seq: int, end_seq: int) -> float:
         from maya.estimator.estimate import estimate_trace

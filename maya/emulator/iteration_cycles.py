@@ -19,11 +19,11 @@ from collections import Counter
 from collections.abc import Sequence
 
 from maya.emulator.events import EventKind
-from maya.emulator.state import EmulationState, IterationStats
+from maya.emulator.state import ROW_FIELDS, EmulationState, IterationStats
 
 log = logging.getLogger(__name__)
 
-_ITERATION, _KIND = 1, 2  # positions in a row tuple (state.ROW_FIELDS)
+_SEQ, _ITERATION, _KIND = (ROW_FIELDS.index(name) for name in ("seq", "iteration", "kind"))
 _END = EventKind.ITERATION_END.value
 
 
@@ -101,7 +101,9 @@ def merge_optimizer_cycles(state: EmulationState) -> None:
             end += 1
             if not keep[end - 1]:
                 continue
-        rows.append((len(rows), new_index[row[_ITERATION]], *row[_KIND:]))
+        renumbered = list(row)
+        renumbered[_SEQ], renumbered[_ITERATION] = len(rows), new_index[row[_ITERATION]]
+        rows.append(tuple(renumbered))
     stats: list[IterationStats] = []
     for old in state.iterations:
         j = new_index[old.index]
