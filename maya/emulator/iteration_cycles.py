@@ -85,8 +85,7 @@ def _names(ends: Sequence[tuple[int, str]]) -> list[str]:
 
 def merge_optimizer_cycles(state: EmulationState) -> None:
     """Keep one iteration end per optimizer cycle (see the module docstring): drop the other
-    `iteration_end` rows, number the rows and iterations again, and fold the merged iterations'
-    figures into one."""
+    `iteration_end` rows, number the rows and iterations again, and take the merged iterations' peaks."""
     keep = kept_ends(state.iteration_ends)
     if keep is None:
         return
@@ -104,18 +103,11 @@ def merge_optimizer_cycles(state: EmulationState) -> None:
         renumbered = list(row)
         renumbered[_SEQ], renumbered[_ITERATION] = len(rows), new_index[row[_ITERATION]]
         rows.append(tuple(renumbered))
-    stats: list[IterationStats] = []
+    stats = [IterationStats(index=j) for j in range(kept + 1)]
     for old in state.iterations:
-        j = new_index[old.index]
-        if j == len(stats):
-            stats.append(IterationStats(index=j, peak_allocated_bytes=old.peak_allocated_bytes,
-                                        peak_reserved_bytes=old.peak_reserved_bytes, ops=old.ops, flops=old.flops))
-            continue
-        s = stats[j]
+        s = stats[new_index[old.index]]
         s.peak_allocated_bytes = max(s.peak_allocated_bytes, old.peak_allocated_bytes)
         s.peak_reserved_bytes = max(s.peak_reserved_bytes, old.peak_reserved_bytes)
-        s.ops += old.ops
-        s.flops += old.flops
     state.rows[:] = rows
     state.iterations[:] = stats
     state.iteration_ends[:] = [end for end, k in zip(state.iteration_ends, keep) if k]

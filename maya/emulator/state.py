@@ -54,8 +54,6 @@ class IterationStats:
     index: int
     peak_allocated_bytes: int = 0
     peak_reserved_bytes: int = 0
-    ops: int = 0
-    flops: float = 0.0
 
 
 @dataclass(eq=False, slots=True)
