@@ -237,8 +237,8 @@ def _source_shares(
 
 def _top(table: pd.DataFrame, key: str) -> list[dict]:
     """The first `TOP_N` rows as dicts: `key`, `kind` when the table has it (an op name can be both a
-    kernel and a memcpy), `gpu_ms` and `share`."""
-    extra = ["kind"] if "kind" in table.columns else []
+    kernel and a memcpy), `instances` when it has them (module paths summed), `gpu_ms` and `share`."""
+    extra = [c for c in ("kind", "instances") if c in table.columns]
     return [
         {key: row[key], **{k: row[k] for k in extra}, "gpu_ms": row["total_us"] / 1000.0, "share": row["share"]}
         for row in table.head(TOP_N).to_dict("records")

@@ -34,6 +34,8 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
             name = row.get("op", row.get("module"))
             if row.get("kind", "kernel") != "kernel":
                 name += f" ({row['kind']})"
+            if row.get("instances", 1) > 1:
+                name += f" ({row['instances']} modules)"
             lines.append(_row(label if i == 0 else "", f"{row['share']:6.1%} {row['gpu_ms']:10.3f} ms  {name}"))
     if d.get("top_ops"):
         if d.get("from_iteration", 0) >= 1:

@@ -26,7 +26,12 @@ class SimulationResult:
     top_ops: pd.DataFrame
     """GPU time per op over all ranks: columns op, kind, total_us, count, share; largest first."""
     top_modules: pd.DataFrame
-    """GPU time per module path over all ranks: columns module, total_us, count, share; largest first."""
+    """GPU time per module path over all ranks, the paths that differ only in layer indices summed
+    (`blocks.0.mlp` and `blocks.1.mlp` as `blocks.*.mlp`, `simulate.layer_pattern`): columns module,
+    instances (module paths summed), total_us, count, share; largest first. An op is counted in the
+    innermost module running when it was issued (its backward in the module of its forward); `<top>`
+    is GPU time in no submodule: the outermost module's own forward code, and work outside every
+    module (typically the loss, the optimizer, gradient clipping)."""
     from_iteration: int
     """The first iteration `breakdown`, `top_ops` and `top_modules` count: 1 (the steady state,
     without the first iteration's set-up) when there is GPU work after the first iteration end, else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Mapping
 
@@ -189,4 +190,28 @@ def _top(
         table = table.sort_values(["_rank", *keys], ascending=[False] + [True] * len(keys), ignore_index=True)
         return table[[*keys, "total_us", "count", "share"]]
 
-    return aggregate(["op", "kind"]), aggregate(["module"])
+    return aggregate(["op", "kind"]), _by_layer(aggregate(["module"]))
+
+
+_LAYER_INDEX = re.compile(r"(?<![^.])\d+(?![^.])")
+"""A module path component that is a number: the index of a layer in an `nn.Sequential` or `nn.ModuleList`."""
+
+
+def layer_pattern(module: str) -> str:
+    """`module` with each numeric path component replaced by `*`: `blocks.3.mlp.0` -> `blocks.*.mlp.*`,
+    so that a model's repeated layers are counted together."""
+    return _LAYER_INDEX.sub("*", module)
+
+
+def _by_layer(modules: pd.DataFrame) -> pd.DataFrame:
+    """Per-module-path GPU time (`aggregate(["module"])`) summed over the paths that differ only in layer
+    indices (`layer_pattern`): columns module (the pattern), instances (paths summed), total_us, count,
+    share; largest first, ties by name."""
+    table = (modules.assign(module=modules["module"].map(layer_pattern))
+             .groupby("module", sort=False)
+             .agg(instances=("module", "size"), total_us=("total_us", "sum"), count=("count", "sum"),
+                  share=("share", "sum"))
+             .reset_index())  # fmt: skip
+    table["_rank"] = table["total_us"].round(3)
+    table = table.sort_values(["_rank", "module"], ascending=[False, True], ignore_index=True)
+    return table[["module", "instances", "total_us", "count", "share"]]

@@ -1,6 +1,9 @@
 """`SimulationResult.slowest_rank`: the straggler, also when ranks finish together in a collective."""
 
+import pytest
+
 from maya.simulator import simulate
+from maya.simulator.simulate import layer_pattern
 
 
 def test_slowest_rank_is_the_one_the_others_wait_for(trace, nvlink_cluster):
@@ -58,3 +61,31 @@ def test_work_after_the_last_iteration_is_left_out_of_the_steady_state(trace, nv
     whole = simulate({0: trace().kernel(500.0, op="aten::_to_copy").kernel(100.0, op="aten::addmm").table()},
                      nvlink_cluster)
     assert whole.to_iteration == {0: 1} and whole.breakdown[0].total_us == 600.0
+
+
+def test_top_modules_count_a_models_repeated_layers_together(trace, nvlink_cluster):
+    # Three blocks of one GPT-style model, each with an attention self time of 4 us and an MLP of
+    # 10 us, a 30 us head and 5 us of loss outside every module.
+    builder = trace()
+    for i in (0, 1, 10):
+        builder = builder.kernel(4.0, module=f"blocks.{i}").kernel(10.0, module=f"blocks.{i}.mlp.0")
+    table = builder.kernel(30.0, module="lm_head").kernel(5.0, op="aten::nll_loss_forward", module="").iteration_end()
+    result = simulate({0: table.table()}, nvlink_cluster)
+    modules = result.top_modules.set_index("module")
+    assert result.top_modules["module"].tolist() == ["blocks.*.mlp.*", "lm_head", "blocks.*", "<top>"]
+    assert modules["total_us"].to_dict() == {"blocks.*.mlp.*": 30.0, "lm_head": 30.0, "blocks.*": 12.0, "<top>": 5.0}
+    assert modules["instances"].to_dict() == {"blocks.*.mlp.*": 3, "lm_head": 1, "blocks.*": 3, "<top>": 1}
+    assert modules["count"].to_dict() == {"blocks.*.mlp.*": 3, "lm_head": 1, "blocks.*": 3, "<top>": 1}
+    assert modules["share"].sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("module", "pattern"), [
+    ("blocks.3.attn", "blocks.*.attn"),
+    ("layer1.0.conv1", "layer1.*.conv1"),  # torchvision's ResNet: the stage's name keeps its digit
+    ("0.1", "*.*"),  # an nn.Sequential of nn.Sequentials as the model
+    ("model.layers.12.mlp.down_proj", "model.layers.*.mlp.down_proj"),
+    ("stage0", "stage0"),
+    ("", ""),
+])
+def test_layer_pattern_replaces_numeric_path_components_only(module, pattern):
+    assert layer_pattern(module) == pattern

@@ -26,7 +26,9 @@ def _extra(**overrides):
         ],
         "top_ops": [{"op": f"op{i}", "kind": "memcpy" if i == 1 else "kernel", "gpu_ms": 10.0 - i,
                      "share": (10.0 - i) / 100} for i in range(10)],
-        "top_modules": [{"module": f"layers.{i}", "gpu_ms": 5.0, "share": 0.05} for i in range(10)],
+        # The first a model's repeated layers summed; the others as a summary from before `instances`.
+        "top_modules": [{"module": "layers.*.mlp", "instances": 12, "gpu_ms": 6.0, "share": 0.06}]
+                       + [{"module": f"layers.{i}", "gpu_ms": 5.0, "share": 0.05} for i in range(10)],
         "model_flops_per_iteration": 8 * 0.5e12,
         "cluster": {"name": "dgx-h200", "gpu": "h200", "nodes": 1, "gpus_per_node": 8, "price_per_gpu_hour_usd": 3.5},
         "timeline": "/runs/t/timeline.json",
@@ -78,7 +80,8 @@ def test_terminal_summary_one_page():
     assert "rank 0 (x4): 100.00 ms; compute 50.00 ms (50%)" in text
     assert " op0\n" in text and " op1 (memcpy)\n" in text
     assert "op4" in text and "op5" not in text  # top 5 of 10
-    assert "layers.4" in text and "layers.5" not in text
+    assert " layers.*.mlp (12 modules)\n" in text and " layers.0\n" in text
+    assert "layers.3" in text and "layers.4" not in text
     assert "exact 75%, catboost 25% of predicted GPU time" in text
     assert "/runs/t/timeline.json (open it in https://ui.perfetto.dev)" in text
     assert "(share of GPU time over all ranks and iterations)" in text
