@@ -5,6 +5,13 @@ one complete event ("ph": "X") per GPU op and per host launch or sync wait, ts/d
 args module, kind and iteration,
 pid = rank, tid = CUDA stream id for GPU work and `HOST_TID` for the host thread; "M" metadata
 events name processes "rank <r>" and threads "host" / "stream <s>" and sort the host first.
+
+Above the ops of each track, nested slices show the modules that issued them: one slice per run of
+consecutive ops on that track under the same module path prefix (`blocks`, `blocks.3`,
+`blocks.3.attn`) in the same phase, from its first op's start to its last op's end, named by the
+prefix (with " backward" for the backward pass, activation-checkpoint recomputation included); args
+module, phase and kind "module", and no iteration, so that tools summing an iteration's op events
+leave them out. Ops in no module (the loss, the optimizer) have none above them.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
+
+import numpy as np
 
 from maya.simulator.result import SimulationResult
 
@@ -36,6 +45,7 @@ def chrome_trace_events(result: SimulationResult, ranks: Iterable[int] | None = 
         events.append({"name": "thread_sort_index", "ph": "M", "pid": rank, "tid": HOST_TID, "args": {"sort_index": -1}})
         for stream in sorted(set(timeline["stream"].tolist())):
             events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": stream, "args": {"name": f"stream {stream}"}})
+        events += _module_slices(timeline, rank)
         columns = zip(
             timeline["kind"].astype(str), timeline["op"], timeline["module"], timeline["stream"],
             timeline["host_start_us"], timeline["issue_us"], timeline["start_us"], timeline["end_us"],
@@ -55,6 +65,57 @@ def chrome_trace_events(result: SimulationResult, ranks: Iterable[int] | None = 
                 events.append({"name": f"wait {op}", "ph": "X", "pid": rank, "tid": HOST_TID, "ts": start,
                                "dur": end - start, "args": args})
     return events
+
+
+def _module_slices(timeline, rank: int) -> list[dict]:
+    """The module slices (module docstring) of one rank's timeline (a DataFrame): on the host track over
+    every row (host_start_us to issue_us, or a sync's wait end), on each stream over its GPU rows."""
+    kind = timeline["kind"].astype(str).to_numpy()
+    module = timeline["module"].to_numpy(dtype=object)
+    phase = (timeline["phase"] if "phase" in timeline else np.full(len(timeline), "")).to_numpy(dtype=object)
+    host_start, issue = timeline["host_start_us"].to_numpy(), timeline["issue_us"].to_numpy()
+    start, end = timeline["start_us"].to_numpy(), timeline["end_us"].to_numpy()
+    waited = (kind == "sync") & (end > issue)
+    host_end = np.where(waited, end, issue)
+    tracks = [(HOST_TID, np.arange(len(timeline)), host_start, host_end)]
+    gpu = np.isin(kind, list(_GPU_KINDS)) & ~np.isnan(start)
+    stream = timeline["stream"].to_numpy()
+    for s in sorted(set(stream[gpu].tolist())):
+        rows = np.flatnonzero(gpu & (stream == s))
+        rows = rows[np.argsort(start[rows], kind="stable")]
+        tracks.append((int(s), rows, start, end))
+    events = []
+    for tid, rows, begin, finish in tracks:
+        for name, path, row_phase, ts, te in module_runs(module[rows], phase[rows], begin[rows], finish[rows]):
+            events.append({"name": name, "ph": "X", "pid": rank, "tid": tid, "ts": ts, "dur": te - ts,
+                           "args": {"module": path, "phase": row_phase, "kind": "module"}})
+    return events
+
+
+def module_runs(modules: np.ndarray, phases: np.ndarray, begin: np.ndarray, finish: np.ndarray) -> list[tuple]:
+    """Rows of one track in time order -> (name, module prefix, phase, start, end) of every maximal run
+    of consecutive rows under the same module path prefix and phase, for each prefix depth: runs of a
+    deeper prefix lie inside the run of its parent, so the slices nest."""
+    if not len(modules):
+        return []
+    unique, inverse = np.unique(modules.astype(str), return_inverse=True)
+    parts = [m.split(".") if m else [] for m in unique.tolist()]
+    phase_codes = np.unique(phases.astype(str), return_inverse=True)[1]
+    runs = []
+    for depth in range(1, max(map(len, parts), default=0) + 1):
+        prefixes = [".".join(p[:depth]) if len(p) >= depth else "" for p in parts]
+        names, prefix_id = np.unique(prefixes, return_inverse=True)
+        key = prefix_id[inverse] * (phase_codes.max() + 1) + phase_codes
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        ts = np.minimum.reduceat(begin, first)
+        te = np.maximum.reduceat(finish, first)
+        for i, row in enumerate(first.tolist()):
+            path = names[prefix_id[inverse[row]]]
+            if not path:
+                continue
+            phase = str(phases[row])
+            runs.append((path + (" backward" if phase == "backward" else ""), path, phase, float(ts[i]), float(te[i])))
+    return runs
 
 
 def export_chrome_trace(result: SimulationResult, path: str | os.PathLike, ranks: Iterable[int] | None = None) -> Path:

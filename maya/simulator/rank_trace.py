@@ -106,9 +106,11 @@ class RankTrace:
                      if "launch_us" in table.column_names else np.zeros(self.n))
         self.launch_us: list[float] = np.where(kind == KERNEL, launch_us, 0.0).tolist()
         module = table.column("module") if "module" in table.column_names else pa.nulls(self.n, pa.string())
+        phase = table.column("phase") if "phase" in table.column_names else pa.nulls(self.n, pa.string())
         # Text columns stay in Arrow: only results and error messages read them.
         self.labels = pa.table({
             "seq": table.column("seq"), "op": table.column("op"), "module": pc.fill_null(module, ""),
+            "phase": pc.fill_null(phase, ""),
         })
         device_sync = pc.fill_null(pc.is_in(table.column("op"), value_set=pa.array(sorted(DEVICE_SYNC_OPS))), False)
         self.device_sync: list[bool] = device_sync.to_numpy(zero_copy_only=False).tolist()

@@ -120,6 +120,7 @@ def _result(
             "kind": pa.DictionaryArray.from_arrays(pa.array(kind), kind_names),
             "op": tr.labels.column("op"),
             "module": tr.labels.column("module"),
+            "phase": tr.labels.column("phase"),
             "stream": pa.array(tr.stream, pa.int32()),
             "host_start_us": issue - np.asarray(tr.host_us),
             "issue_us": issue,
