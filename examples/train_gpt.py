@@ -3,16 +3,17 @@
 One GPU, for real:                 python examples/train_gpt.py --steps 10
 8 GPUs, for real:                  torchrun --nproc-per-node 8 examples/train_gpt.py --tp 2 --pp 2 --dp fsdp
 On Maya's emulated H200:           maya emulate --json summary.json examples/train_gpt.py --steps 3
-On an emulated 16-node cluster:    maya emulate --nnodes 16 --nproc-per-node 8 examples/train_gpt.py --tp 4 --pp 4
+On an emulated 16-node cluster:    maya emulate --nnodes 16 --nproc-per-node 8 examples/train_gpt.py --tp 4 --pp 2
 
 Model flags: --seq, --dim, --layers, --heads, --vocab. Training flags: --batch (the micro-batch per
 rank; --micro-batch is the same flag), --accum (micro-batches per step: gradient accumulation, or the
-pipeline's micro-batches), --precision {bf16,fp16,fp32}, --checkpoint {none,reentrant,nonreentrant},
+pipeline's micro-batches; default 1, or --pp when pipelined), --precision {bf16,fp16,fp32}, --checkpoint {none,reentrant,nonreentrant},
 --optimizer {adamw,sgd}, --steps, --init-device {cuda,meta} (meta: allocate only this rank's shard of
 the parameters instead of building every stage in fp32 on the GPU first). Parallelism (the world size comes from torchrun):
 --tp (tensor parallel, Megatron column/row-wise plans on DTensor), --pp (pipeline stages, split by
 layers) with --pp-schedule {gpipe,1f1b,interleaved} (interleaved gives each rank 2 stages), and
---dp {ddp,fsdp} for the remaining data-parallel degree world_size / (tp * pp).
+--dp {auto,ddp,fsdp} for the remaining data-parallel degree world_size / (tp * pp) (auto, the
+default: DDP, or FSDP2 when --tp > 1, as DDP cannot hold tensor-parallel parameters).
 Global batch = batch * accum * dp sequences of --seq tokens.
 """
 
@@ -38,16 +39,25 @@ def parse_args(argv=None):
     p.add_argument("--vocab", type=int, default=50304)
     p.add_argument("--precision", choices=["bf16", "fp16", "fp32"], default="bf16")
     p.add_argument("--checkpoint", choices=["none", "reentrant", "nonreentrant"], default="none")
-    p.add_argument("--accum", type=int, default=1)
+    p.add_argument("--accum", type=int, default=None,
+                   help="micro-batches per step (default: 1, or --pp with pipeline stages, the fewest their "
+                        "schedules accept)")
     p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
-    p.add_argument("--dp", choices=["ddp", "fsdp"], default="ddp")
+    p.add_argument("--dp", choices=["auto", "ddp", "fsdp"], default="auto",
+                   help="data parallelism over the remaining ranks; auto: DDP, or FSDP2 with --tp > 1 "
+                        "(DDP cannot hold tensor-parallel parameters)")
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
     p.add_argument("--pp-schedule", choices=["gpipe", "1f1b", "interleaved"], default="1f1b")
     p.add_argument("--init-device", choices=["cuda", "meta"], default="cuda",
                    help="cuda: build each stage in fp32 on the GPU, then shard it; meta: build it on the meta "
                         "device, shard it, then allocate and initialise only this rank's shard (torchtitan's order)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.accum is None:
+        args.accum = args.pp
+    if args.dp == "auto":
+        args.dp = "fsdp" if args.tp > 1 else "ddp"
+    return args
 
 
 class Block(nn.Module):

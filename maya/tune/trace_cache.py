@@ -3,9 +3,11 @@
 Two keys split what the emulator decides from what only the simulator models:
 
 - the *emulation key* hashes the script's content, its argv, the GPU type, the tensor- and
-  pipeline-parallel degrees and, under FSDP, the data-parallel degree (it sets the shard shapes).
-  Under DDP the data-parallel degree is left out: at a fixed per-rank shape it only changes what
-  the simulator does with the gradient all-reduce. Node count and price are left out too. The
+  pipeline-parallel degrees and, unless the configuration's `dp_mode` is `ddp`, the data-parallel
+  degree (under FSDP it sets the shard shapes; a study without `dp_mode` does not say which the
+  script uses: examples/train_gpt.py picks FSDP2 by itself when tp > 1). Under DDP the data-parallel
+  degree is left out: at a fixed per-rank shape it only changes what the simulator does with the
+  gradient all-reduce. Node count and price are left out too. The
   caching-allocator settings of the environment (PYTORCH_CUDA_ALLOC_CONF) are in, as they change
   reserved memory.
 - the *simulation key* hashes the cluster's topology (nodes, GPUs per node, links; not its name or
@@ -123,7 +125,7 @@ def emulation_inputs(
         "gpu": gpu,
         "tp": tp,
         "pp": pp,
-        "fsdp_dp": dp if dp_mode == "fsdp" else None,
+        "dp": None if dp_mode == "ddp" else dp,
         "alloc_conf": environment_text(),
     }
 

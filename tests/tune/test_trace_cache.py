@@ -24,6 +24,8 @@ def _key(**changes):
 def test_ddp_degree_is_left_to_the_simulator_but_fsdp_degree_is_not():
     assert _key(dp=4) == _key(dp=16)
     assert _key(dp_mode="fsdp", dp=4) != _key(dp_mode="fsdp", dp=16)
+    # A study that does not say: the script may shard (train_gpt.py does with tp > 1).
+    assert _key(dp_mode=None, dp=4) != _key(dp_mode=None, dp=16)
 
 
 def test_script_argv_gpu_and_layout_change_the_key():

@@ -256,6 +256,22 @@ def test_in_process_world_matches_the_ray_one(ray_local, tmp_path):
     assert [it.time_ms for it in here.iterations] == [it.time_ms for it in via_ray.iterations]
 
 
+def test_example_defaults_take_the_layout_the_flags_ask_for(tmp_path):
+    # The brief's command shape, `train_gpt.py --tp T --pp P` without --dp or --accum: FSDP2 (DDP cannot
+    # hold tensor-parallel parameters) and P micro-batches (the fewest 1F1B takes), the same traces as
+    # those flags given.
+    layout = [*TINY, "--tp", "2", "--pp", "2", "--steps", "1"]
+    implied = maya.emulate(GPT, layout, nproc_per_node=8, trace_dir=tmp_path / "implied", in_process=True)
+    given = maya.emulate(GPT, [*layout, "--dp", "fsdp", "--accum", "2"], nproc_per_node=8,
+                         trace_dir=tmp_path / "given", in_process=True)
+    assert implied.exit_code == 0, implied.error
+    assert implied.emulated_ranks == given.emulated_ranks
+    for rank in implied.emulated_ranks:
+        assert read_rank_trace(tmp_path / "implied", rank).equals(read_rank_trace(tmp_path / "given", rank))
+    ops = read_rank_trace(tmp_path / "implied", 0).column("op").to_pylist()
+    assert "nccl:reduce_scatter" in ops
+
+
 def test_host_profile_prices_a_multi_rank_prediction(tmp_path, slow_host_profile):
     """`maya.emulate(..., host_profile=...)` with several ranks: the user's host figures (three times
     the shipped ones) reach the whole job's prediction; in-process, as a tuning trial runs it."""
