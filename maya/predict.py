@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 
 from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_params
-from maya.estimator.estimate import estimate_trace, source_shares
+from maya.estimator.estimate import estimate_trace, one_unmodelled_warning, source_shares
 from maya.estimator.exact_table import ExactTable
 from maya.estimator.host_cost import host_costs_us, host_speed_range, kernel_gap_us, launch_stream_us
 from maya.estimator.model_set import load_model_set, resolve_models_dir
@@ -185,11 +185,12 @@ def estimate_and_simulate(
     (`per_op_us` of another machine's `maya profile --families host`; figures it lacks stay shipped)."""
     exact_table = _user_exact_table(exact, gpu) if exact is not None else None
     estimated = {}
-    for rank, table in tables.items():
-        df = estimate_trace(table, gpu=gpu, exact=exact_table)
-        df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
-        df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
-        estimated[rank] = df
+    with one_unmodelled_warning():
+        for rank, table in tables.items():
+            df = estimate_trace(table, gpu=gpu, exact=exact_table)
+            df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
+            df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
+            estimated[rank] = df
     if params is None:
         params = default_params(gpu)
     return estimated, simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)

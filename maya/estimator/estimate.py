@@ -17,6 +17,7 @@ otherwise, each at the roofline's efficiency) scales by that resource's catalog 
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
@@ -299,9 +300,33 @@ def resource_ratio(
     return np.where(bound, peak_source / peak_target, memory_ratio)
 
 
-def _warn_unmodelled(ops: np.ndarray, counts: np.ndarray) -> None:
+_collected_unmodelled: list[pd.Series] | None = None
+"""While `one_unmodelled_warning` runs: the unmodelled ops of each estimate, warned about at its end."""
+
+
+@contextlib.contextmanager
+def one_unmodelled_warning(what: str = "representative ranks"):
+    """Within it, the estimates' warnings about ops no model covers become one, at the end, counting
+    the ops of all of them (`what` names the estimates when there were several: one per rank of a job
+    would repeat the same line)."""
+    global _collected_unmodelled
+    outer, _collected_unmodelled = _collected_unmodelled, []
+    try:
+        yield
+    finally:
+        collected, _collected_unmodelled = _collected_unmodelled, outer
+        if collected:
+            _warn_unmodelled(pd.concat(collected).index.to_numpy(), pd.concat(collected).to_numpy(),
+                             over=f" over {len(collected)} {what}" if len(collected) > 1 else "")
+
+
+def _warn_unmodelled(ops: np.ndarray, counts: np.ndarray, over: str = "") -> None:
     """One warning counting the ops no model covers; those left to roofline on purpose
-    (`families.ROOFLINE_BY_DESIGN`: tensor factories, random generators) are only logged at INFO."""
+    (`families.ROOFLINE_BY_DESIGN`: tensor factories, random generators) are only logged at INFO.
+    Within `one_unmodelled_warning`, kept for its one warning instead."""
+    if _collected_unmodelled is not None:
+        _collected_unmodelled.append(pd.Series(counts, index=ops))
+        return
     per_op = pd.Series(counts, index=ops).groupby(level=0).sum().sort_values(ascending=False)
     by_design = np.array([roofline_by_design(str(op)) for op in per_op.index], dtype=bool)
     if by_design.any():
@@ -311,7 +336,8 @@ def _warn_unmodelled(ops: np.ndarray, counts: np.ndarray) -> None:
     if per_op.empty:
         return
     listed = ", ".join(f"{op} ({count})" for op, count in per_op.items())
-    logger.warning("%d ops of %d op types had no model; roofline used: %s", int(per_op.sum()), len(per_op), listed)
+    logger.warning("%d ops of %d op types had no model%s; roofline used: %s", int(per_op.sum()), len(per_op), over,
+                   listed)
 
 
 def _memcpy_duration_us(table: pa.Table, gpu: GpuSpec) -> np.ndarray:

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from maya.estimator.estimate import estimate_dataset, estimate_trace, source_shares
+from maya.estimator.estimate import estimate_dataset, estimate_trace, one_unmodelled_warning, source_shares
 from maya.estimator.roofline import KERNEL_LATENCY_US
 from maya.trace import read_rank_trace, write_meta, write_rank_trace
 
@@ -64,6 +64,15 @@ def test_unseen_family_falls_back_to_roofline_with_one_counting_warning(fitted, 
     assert messages == [
         "8 ops of 2 op types had no model; roofline used: aten::my_custom_op (5), aten::_foreach_mul_.Scalar (3)"
     ]
+    # The ranks of one job (`predict.estimate_and_simulate`): one warning for all of them, after the last.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="maya.estimator.estimate"), one_unmodelled_warning():
+        estimate_trace(rows, models_dir=models_dir, exact=False)
+        estimate_trace(rows.slice(0, 5), models_dir=models_dir, exact=False)
+        assert "had no model" not in caplog.text
+    messages = [r.getMessage() for r in caplog.records if "had no model" in r.getMessage()]
+    assert messages == ["13 ops of 2 op types had no model over 2 representative ranks; roofline used: "
+                        "aten::my_custom_op (10), aten::_foreach_mul_.Scalar (3)"]
 
 
 def test_transfer_to_h100_scales_by_catalog_ratio_and_marks_low_confidence(fitted, profiles):
