@@ -744,7 +744,9 @@ def _patch_profiler(patcher: Patcher) -> None:
 
 def _patch_compile(patcher: Patcher) -> None:
     def compile(model=None, **kwargs):
-        warnings.warn("torch.compile runs eagerly under Maya emulation", stacklevel=2)
+        warnings.warn("torch.compile runs eagerly under Maya emulation: its code is predicted as eager PyTorch's "
+                      "(Inductor's fused kernels and CUDA graphs are not modelled; compiled code usually runs "
+                      "faster)", stacklevel=2)
         if model is None:
             return lambda m: m
         return model

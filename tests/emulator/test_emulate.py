@@ -507,3 +507,24 @@ def test_nested_tensors_on_the_gpu_are_named(tmp_path, make, named):
     s = maya.emulate(script, trace_dir=tmp_path / "t")
     assert s.exit_code == 1
     assert named in s.error
+
+
+def test_compiled_code_runs_eagerly_and_says_what_that_predicts(tmp_path):
+    # The three forms of torch.compile: the function, the decorator with and without arguments, and
+    # Module.compile(); each runs as eager PyTorch, recorded op by op, with a warning saying so.
+    script = tmp_path / "compiled.py"
+    script.write_text(
+        "import torch, torch.nn as nn\n"
+        "m = nn.Linear(8, 8).cuda(); m.compile()\n"
+        "n = torch.compile(nn.Linear(8, 8).cuda(), mode='max-autotune')\n"
+        "@torch.compile\n"
+        "def f(x): return torch.sigmoid(x) * 2\n"
+        "@torch.compile(fullgraph=True)\n"
+        "def g(x): return torch.sin(x)\n"
+        "g(f(n(m(torch.randn(2, 8, device='cuda'))))).sum().backward()\n"
+    )
+    with pytest.warns(UserWarning, match=r"torch.compile runs eagerly .* predicted as eager PyTorch's"):
+        s = maya.emulate(script, trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    ops = set(_ops(s).op)
+    assert {"aten::addmm", "aten::sigmoid", "aten::sin", "aten::sigmoid_backward", "aten::cos"} <= ops
