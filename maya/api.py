@@ -19,7 +19,7 @@ from maya.hardware import load_gpu
 from maya.hardware.cluster import ClusterSpec
 from maya.summary import EmulationSummary, IterationSummary
 from maya.trace.build import rows_to_table
-from maya.trace.store import write_meta, write_rank_trace
+from maya.trace.store import clear_trace, write_meta, write_rank_trace
 
 if TYPE_CHECKING:
     from maya.world.world_emulation import RankCheck
@@ -109,6 +109,8 @@ def emulate(
     if cluster is not None and cluster.world_size != world_size:
         raise ValueError(f"cluster {cluster.name!r} has {cluster.world_size} GPUs but nnodes={nnodes} * nproc_per_node={nproc_per_node} = {world_size}")
     trace_dir = Path(trace_dir) if trace_dir is not None else Path(tempfile.mkdtemp(prefix="maya-trace-"))
+    if clear_trace(trace_dir):
+        log.info("replacing the trace an earlier run left in %s", trace_dir)
     if world_size > 1:
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,

@@ -6,6 +6,7 @@ __all__ = ["COLUMN_NAMES", "TRACE_SCHEMA", "TRACE_SCHEMA_VERSION", "EventKind", 
 from maya.trace.store import (  # noqa: E402
     IncompleteTraceError,
     TraceSchemaError,
+    clear_trace,
     read_meta,
     read_rank_trace,
     rank_path,
@@ -16,6 +17,7 @@ from maya.trace.store import (  # noqa: E402
 __all__ += [
     "IncompleteTraceError",
     "TraceSchemaError",
+    "clear_trace",
     "rank_path",
     "read_meta",
     "read_rank_trace",

@@ -51,6 +51,29 @@ def write_rank_trace(trace_dir: str | os.PathLike, rank: int, table: pa.Table) -
     return path
 
 
+def clear_trace(trace_dir: str | os.PathLike) -> bool:
+    """Remove the trace an earlier run left in `trace_dir` (its meta.json first, then each rank
+    partition's Parquet files, and the partitions left empty), so that a new run's trace is never
+    read together with the old one's (a Ray Dataset write adds files beside those already in a
+    partition) and a new run that fails leaves the directory incomplete, not the old run's. Other
+    files stay. Returns whether there was anything to remove."""
+    root = Path(trace_dir)
+    found = False
+    meta = root / META_FILE
+    if meta.exists():
+        meta.unlink()
+        found = True
+    for partition in sorted(root.glob("rank=*")) if root.is_dir() else ():
+        if not (partition.is_dir() and partition.name[len("rank="):].isdigit()):
+            continue
+        for part in list(partition.glob("*.parquet")) + list(partition.glob("*.parquet.tmp")):
+            part.unlink()
+            found = True
+        if not any(partition.iterdir()):
+            partition.rmdir()
+    return found
+
+
 def write_meta(trace_dir: str | os.PathLike, meta: dict[str, Any]) -> None:
     """Write meta.json last: its presence marks the trace directory complete."""
     path = Path(trace_dir) / META_FILE

@@ -14,7 +14,7 @@ import pytest
 import maya
 from maya.cli.main import main
 from maya.terminal_summary import terminal_summary
-from maya.trace import read_meta, read_rank_trace
+from maya.trace import IncompleteTraceError, read_meta, read_rank_trace
 from maya.world import ActorDiedError, DedupMismatchError, TooManyRankClassesError
 
 SCRIPTS = Path(__file__).parents[1] / "emulator" / "scripts"
@@ -254,6 +254,26 @@ def test_in_process_world_matches_the_ray_one(ray_local, tmp_path):
     for rank in here.emulated_ranks:
         assert read_rank_trace(tmp_path / "here", rank).equals(read_rank_trace(tmp_path / "ray", rank))
     assert [it.time_ms for it in here.iterations] == [it.time_ms for it in via_ray.iterations]
+
+
+def test_a_run_into_an_earlier_runs_trace_dir_replaces_its_trace(ray_local, tmp_path):
+    # Ray Data writes each rank's partition under a new file name: without clearing, the second run's
+    # files joined the first's and `maya simulate` read every iteration twice. A run that then fails
+    # leaves the directory incomplete, not looking like the earlier run's.
+    trace_dir = tmp_path / "t"
+    args = [*TINY, "--dp", "ddp"]
+    maya.emulate(GPT, args, nproc_per_node=2, trace_dir=trace_dir)
+    again = maya.emulate(GPT, args, nproc_per_node=2, trace_dir=trace_dir)
+    assert again.exit_code == 0, again.error
+    assert len(list((trace_dir / "rank=0").glob("*.parquet"))) == 1
+    resimulated = maya.simulate_trace_dir(trace_dir)
+    assert [it.time_ms for it in resimulated.iterations] == pytest.approx([it.time_ms for it in again.iterations])
+    (trace_dir / "notes.txt").write_text("the user's own file")
+    failed = maya.emulate(SCRIPTS / "fails.py", trace_dir=trace_dir)
+    assert failed.exit_code != 0
+    with pytest.raises(IncompleteTraceError):
+        read_meta(trace_dir)
+    assert (trace_dir / "notes.txt").read_text() == "the user's own file"
 
 
 def test_example_defaults_take_the_layout_the_flags_ask_for(tmp_path):
