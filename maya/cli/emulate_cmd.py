@@ -21,8 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="GPUs per node (torchrun --nproc-per-node); default 1")
     p.add_argument("--gpu", default="h200", choices=available_gpus(), help="GPU to emulate; default h200")
     p.add_argument("--json", metavar="PATH", help="write the summary JSON here")
-    p.add_argument("--trace-dir", metavar="DIR", help="write the trace here, replacing the trace an earlier run left there (default: a new "
-                   "temporary directory)")
+    p.add_argument("--trace-dir", metavar="DIR",
+                   help="write the trace here, replacing the trace an earlier run left there (default: a new "
+                        "temporary directory)")
     add_throughput_options(p)
     p.add_argument("--no-dedup", action="store_true",
                    help="emulate every rank instead of one rank per class of identical ranks")
