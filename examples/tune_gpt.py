@@ -2,7 +2,7 @@
 
 Fixed work: 2B tokens at a global batch of 64 sequences of 1,024 tokens. Searched: the micro-batch
 (gradient accumulation makes up the rest of the global batch), activation checkpointing and the
-precision; 12 configurations, every one emulated (a few minutes on 2 CPU cores):
+precision; 12 configurations, every one emulated (under a minute on 2 CPU cores):
 
     maya tune examples/tune_gpt.py
 
