@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from maya.emulator.runner import run_script
+from maya.emulator.runner import ScriptModule, check_script, run_script
 from maya.emulator.state import RankConfig
 from maya.hardware import load_gpu
 from maya.hardware.cluster import ClusterSpec
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 def emulate(
-    script: str | os.PathLike,
+    script: str | os.PathLike | ScriptModule,
     args: list[str] | tuple[str, ...] = (),
     *,
     gpu: str = "h200",
@@ -55,7 +55,8 @@ def emulate(
     `maya emulate --gpu h200 train.py --batch 8`.
 
     Args:
-        script: path of the unmodified training script.
+        script: path of the unmodified training script, or `ScriptModule.here("pkg.train")` for a module
+            run as `python -m pkg.train` (torchrun's `-m`).
         args: the script's own command-line arguments.
         gpu: catalog key of the GPU to emulate (`maya.hardware.available_gpus()`).
         nnodes: nodes in the emulated world (torchrun --nnodes).
@@ -97,7 +98,8 @@ def emulate(
         The run's summary. It is returned, not raised, when the script fails: check `exit_code`.
 
     Raises:
-        FileNotFoundError, ValueError: `host_profile` is missing or not a host profile (before emulating).
+        FileNotFoundError, ValueError: `script` or `host_profile` is missing, or `host_profile` is not a
+            host profile (before emulating).
     """
     from maya.estimator.host_cost import host_profile_figures
 
@@ -108,6 +110,7 @@ def emulate(
     world_size = nnodes * nproc_per_node
     if cluster is not None and cluster.world_size != world_size:
         raise ValueError(f"cluster {cluster.name!r} has {cluster.world_size} GPUs but nnodes={nnodes} * nproc_per_node={nproc_per_node} = {world_size}")
+    check_script(script)
     trace_dir = Path(trace_dir) if trace_dir is not None else Path(tempfile.mkdtemp(prefix="maya-trace-"))
     if clear_trace(trace_dir):
         log.info("replacing the trace an earlier run left in %s", trace_dir)

@@ -30,19 +30,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verify-dedup", action="store_true",
                    help="also emulate a second member of every rank class and fail if its trace differs")
     add_host_profile_option(p)
-    p.add_argument("script", help="the training script")
+    p.add_argument("-m", "--module", action="store_true",
+                   help="SCRIPT is a module, run as `python -m SCRIPT` (torchrun's -m), found from this directory")
+    p.add_argument("script", help="the training script (with -m, its module: torchtitan.train)")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from maya.api import emulate
+    from maya.emulator.runner import ScriptModule
     from maya.terminal_summary import terminal_summary
     from maya.world import ActorDiedError, DedupMismatchError
 
     try:
         summary = emulate(
-            args.script,
+            ScriptModule.here(args.script) if args.module else args.script,
             args.script_args,
             gpu=args.gpu,
             nnodes=args.nnodes,

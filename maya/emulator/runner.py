@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import runpy
@@ -53,30 +54,78 @@ def torchrun_env(config: RankConfig) -> dict[str, str]:
     }
 
 
-def run_script(script: str | os.PathLike, args: list[str], config: RankConfig, elapsed_time_ms=None) -> RunOutcome:
-    """Run `script args...` as `__main__` on the emulated GPU of `config`.
+@dataclass(frozen=True, slots=True)
+class ScriptModule:
+    """A training script given as a module, as `python -m NAME` and torchrun's `-m` run it: as
+    `__main__`, found from `directory` (the caller's working directory, which `python -m` puts first
+    on sys.path), with sys.argv[0] its file."""
+
+    name: str
+    directory: str
+
+    @classmethod
+    def here(cls, name: str) -> ScriptModule:
+        """The module `name`, found from this process's working directory."""
+        return cls(name, os.getcwd())
+
+    def __str__(self) -> str:
+        return f"-m {self.name}"
+
+
+def check_script(script: str | os.PathLike | ScriptModule) -> None:
+    """Raise FileNotFoundError, naming it, when `script` does not exist (for a module: when its
+    top-level package is not found from its directory; importing its submodules is the run's)."""
+    if isinstance(script, ScriptModule):
+        top = script.name.split(".", 1)[0]
+        if not script.name or not all(part.isidentifier() for part in script.name.split(".")):
+            raise FileNotFoundError(f"training module {script.name!r} is not a module name")
+        sys.path.insert(0, script.directory)
+        try:
+            found = importlib.util.find_spec(top) is not None
+        finally:
+            sys.path.remove(script.directory)
+        if not found:
+            raise FileNotFoundError(f"training module not found: {top} (looked for from {script.directory} and "
+                                    "the Python path)")
+    elif not Path(script).is_file():
+        raise FileNotFoundError(f"training script not found: {script}")
+
+
+def run_script(script: str | os.PathLike | ScriptModule, args: list[str], config: RankConfig,
+               elapsed_time_ms=None) -> RunOutcome:
+    """Run `script args...` as `__main__` on the emulated GPU of `config`: a file, or a module
+    (`ScriptModule`, torchrun's `-m`).
 
     `elapsed_time_ms`, if given, answers the script's `Event.elapsed_time` (see maya.event_timing).
 
     Raises:
         FileNotFoundError: the script does not exist.
     """
-    path = Path(script)
-    if not path.is_file():
-        raise FileNotFoundError(f"training script not found: {path}")
+    check_script(script)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     # The whole environment, not only torchrun's: what a script or its libraries set there (accelerate's
     # ACCELERATE_USE_DEEPSPEED) must not reach the next emulation in this process.
     saved_env = dict(os.environ)
     os.environ.update(torchrun_env(config))
-    sys.argv = [str(path), *args]
-    sys.path.insert(0, str(path.resolve().parent))
+    if isinstance(script, ScriptModule):
+        sys.argv = [script.name, *args]  # run_module(alter_sys=True) puts the module's file first
+        sys.path.insert(0, script.directory)
+
+        def run() -> None:
+            runpy.run_module(script.name, run_name="__main__", alter_sys=True)
+    else:
+        path = Path(script)
+        sys.argv = [str(path), *args]
+        sys.path.insert(0, str(path.resolve().parent))
+
+        def run() -> None:
+            runpy.run_path(str(path), run_name="__main__")
     exit_code, error, oom = 0, None, False
     session = EmulationSession(config, elapsed_time_ms)
     try:
         with session:
             try:
-                runpy.run_path(str(path), run_name="__main__")
+                run()
             except SystemExit as e:
                 if e.code not in (None, 0):
                     exit_code = e.code if isinstance(e.code, int) else 1

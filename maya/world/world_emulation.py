@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from maya.world.rank_classes import (
     Family,
@@ -33,6 +34,9 @@ from maya.world.rank_classes import (
     trace_fingerprint,
 )
 from maya.world.rank_emulation import RankResult
+
+if TYPE_CHECKING:
+    from maya.emulator.runner import ScriptModule
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +216,7 @@ class _RankRunner(_InProcessRunner):
 
 
 def emulate_world(
-    script: str | os.PathLike,
+    script: str | os.PathLike | ScriptModule,
     args: list[str] | tuple[str, ...],
     *,
     gpu: str,
@@ -233,7 +237,8 @@ def emulate_world(
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
     Args:
-        script: the training script (must be readable by the Ray workers, e.g. via a working dir).
+        script: the training script, or a module (`ScriptModule`); either must be readable by the Ray
+            workers, e.g. via a working dir.
         args: the script's arguments.
         gpu: catalog key of the emulated GPU.
         world_size: ranks in the job (nnodes * nproc_per_node).
@@ -278,7 +283,10 @@ def emulate_world(
     if not in_process:
         ensure_ray()
     runner = _InProcessRunner if in_process else _RankRunner
-    pool = runner(str(Path(script).resolve()), list(args), gpu, world_size, local_world_size, progress,
+    from maya.emulator.runner import ScriptModule
+
+    script = script if isinstance(script, ScriptModule) else str(Path(script).resolve())
+    pool = runner(script, list(args), gpu, world_size, local_world_size, progress,
                   after_rank, first_ranks, late_failures)
     if not dedup:
         results = pool.run(range(world_size), "every rank")

@@ -43,6 +43,16 @@ def test_emulate_missing_script_exits_2_with_message():
     assert r.returncode == 2 and "training script not found" in r.stderr
 
 
+def test_emulate_dash_m_runs_a_module_from_the_working_directory(monkeypatch, tmp_path, capsys):
+    # In-process, from the folder that holds the package, as `torchrun -m module_entry.train` would run.
+    monkeypatch.chdir(ROOT / "tests" / "emulator" / "scripts")
+    assert main(["emulate", "--json", str(tmp_path / "s.json"), "-m", "module_entry.train", "--steps", "2"]) == 0
+    assert "package module_entry rank 0" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "s.json").read_text())["iterations"]) == 2
+    assert main(["emulate", "-m", "no_such_package.train"]) == 2
+    assert "training module not found: no_such_package" in capsys.readouterr().err
+
+
 def test_emulate_failing_script_exits_nonzero_with_rank_and_traceback():
     r = _maya("emulate", "tests/emulator/scripts/fails.py")
     assert r.returncode == 1

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import maya
+from maya.emulator.runner import ScriptModule
 from maya.estimator.host_cost import (
     LIST_ENTRIES_PER_PARAMETER,
     host_costs_us,
@@ -528,3 +529,18 @@ def test_compiled_code_runs_eagerly_and_says_what_that_predicts(tmp_path):
     assert s.exit_code == 0, s.error
     ops = set(_ops(s).op)
     assert {"aten::addmm", "aten::sigmoid", "aten::sin", "aten::sigmoid_backward", "aten::cos"} <= ops
+
+
+def test_a_module_runs_as_python_dash_m_runs_it(scripts, tmp_path, capsys):
+    # torchtitan's form (`torchrun -m torchtitan.train`): the package is found from the caller's
+    # directory, its relative imports resolve, and sys.argv[0] is the module's file.
+    s = maya.emulate(ScriptModule("module_entry.train", str(scripts)), ["--steps", "3"], trace_dir=tmp_path / "t")
+    assert s.exit_code == 0, s.error
+    assert len(s.iterations) == 3 and s.median_iteration_ms > 0
+    out = capsys.readouterr().out
+    assert f"entry {scripts / 'module_entry' / 'train.py'} package module_entry rank 0" in out
+    assert read_meta(tmp_path / "t")["script"] == "-m module_entry.train"
+    with pytest.raises(FileNotFoundError, match="training module not found: no_such_package"):
+        maya.emulate(ScriptModule("no_such_package.train", str(scripts)))
+    missing = maya.emulate(ScriptModule("module_entry.no_such_entry", str(scripts)))
+    assert missing.exit_code == 1 and "No module named module_entry.no_such_entry" in missing.error

@@ -276,6 +276,18 @@ def test_a_run_into_an_earlier_runs_trace_dir_replaces_its_trace(ray_local, tmp_
     assert (trace_dir / "notes.txt").read_text() == "the user's own file"
 
 
+def test_a_module_entry_point_runs_on_every_rank_through_ray(ray_local, tmp_path):
+    # `torchrun --nproc-per-node 2 -m module_entry.train`: the Ray workers find the package from the
+    # caller's directory, whatever their own working directory is (its relative import resolves).
+    from maya.emulator.runner import ScriptModule
+
+    s = maya.emulate(ScriptModule("module_entry.train", str(SCRIPTS)), ["--steps", "2"], nproc_per_node=2,
+                     trace_dir=tmp_path / "t", dedup=False)
+    assert s.exit_code == 0, s.error
+    assert s.emulated_ranks == [0, 1] and len(s.iterations) == 2
+    assert any(row["op"] == "nccl:all_reduce" for row in read_rank_trace(tmp_path / "t", 1).to_pylist())
+
+
 def test_example_defaults_take_the_layout_the_flags_ask_for(tmp_path):
     # The brief's command shape, `train_gpt.py --tp T --pp P` without --dp or --accum: FSDP2 (DDP cannot
     # hold tensor-parallel parameters) and P micro-batches (the fewest 1F1B takes), the same traces as
