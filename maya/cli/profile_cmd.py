@@ -41,9 +41,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_profile(args: argparse.Namespace) -> int:
-    from maya.estimator.profiler import run_from_args
+    from maya.estimator.profiler import NoGpuError, run_from_args
 
-    print(run_from_args(args))
+    try:
+        print(run_from_args(args))
+    except (NoGpuError, FileNotFoundError, ValueError) as e:
+        print(f"maya profile: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -190,6 +190,10 @@ class _Timer:
         return [start.elapsed_time(end) * 1e3 for start, end in zip(starts, ends)]
 
 
+class NoGpuError(RuntimeError):
+    """`maya profile` was asked to time CUDA kernels on a machine where torch sees no GPU."""
+
+
 def run_profile(
     out_dir: str | Path,
     *,
@@ -266,7 +270,10 @@ def run_profile(
     out_dir.mkdir(parents=True, exist_ok=True)
     torch_device = torch.device(device)
     if torch_device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device='cuda' but torch.cuda.is_available() is False; use --device cpu")
+        build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU-only build"
+        raise NoGpuError(f"no CUDA GPU here: torch.cuda.is_available() is False (torch {torch.__version__}, a "
+                         f"{build}); run it on the machine with the GPU to profile, or with --device cpu to time "
+                         "the host's CPU (for tests)")
     if families is None:
         families = [] if trace_dir is not None else [*FAMILIES, HOST_FAMILY]
     unknown = sorted(set(families) - set(FAMILIES) - {HOST_FAMILY})

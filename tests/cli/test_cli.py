@@ -53,6 +53,14 @@ def test_emulate_dash_m_runs_a_module_from_the_working_directory(monkeypatch, tm
     assert "training module not found: no_such_package" in capsys.readouterr().err
 
 
+def test_profile_without_a_gpu_exits_2_naming_the_problem(tmp_path, capsys):
+    # This machine has no GPU (the CI's neither): a clear error, not a traceback.
+    assert main(["profile", "--out", str(tmp_path / "p"), "--families", "gemm"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("maya profile: error: no CUDA GPU here: torch.cuda.is_available() is False")
+    assert "Traceback" not in err
+
+
 def test_emulate_failing_script_exits_nonzero_with_rank_and_traceback():
     r = _maya("emulate", "tests/emulator/scripts/fails.py")
     assert r.returncode == 1
