@@ -12,6 +12,11 @@ consecutive ops on that track under the same module path prefix (`blocks`, `bloc
 prefix (with " backward" for the backward pass, activation-checkpoint recomputation included); args
 module, phase and kind "module", and no iteration, so that tools summing an iteration's op events
 leave them out. Ops in no module (the loss, the optimizer) have none above them.
+
+Each rank also has a track "iterations" (`ITERATIONS_TID`, shown first) with one slice per iteration,
+from the end of the one before (or the start) to its end, named "iteration <k>" with its time in
+args (kind "iteration", index k, and no `iteration` key, like the module slices), and a counter "GPU memory (GiB)" with the emulated allocator's allocated and reserved memory
+after each op, at the time the host issued it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from maya.simulator.result import SimulationResult
 
 HOST_TID = 1_000_000
 """Thread id of the host thread: positive (some importers reject negative ids) and above any stream id."""
+ITERATIONS_TID = HOST_TID + 1
+"""Thread id of the track of iteration slices."""
+_GIB = float(1 << 30)
 
 _GPU_KINDS = frozenset({"kernel", "memcpy", "collective"})
 
@@ -43,6 +51,8 @@ def chrome_trace_events(result: SimulationResult, ranks: Iterable[int] | None = 
         events.append({"name": "process_name", "ph": "M", "pid": rank, "args": {"name": label}})
         events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": HOST_TID, "args": {"name": "host"}})
         events.append({"name": "thread_sort_index", "ph": "M", "pid": rank, "tid": HOST_TID, "args": {"sort_index": -1}})
+        events += _iteration_slices(result.rank_iteration_ends_us.get(rank, ()), rank)
+        events += _memory_counters(timeline, rank)
         for stream in sorted(set(timeline["stream"].tolist())):
             events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": stream, "args": {"name": f"stream {stream}"}})
         events += _module_slices(timeline, rank)
@@ -65,6 +75,33 @@ def chrome_trace_events(result: SimulationResult, ranks: Iterable[int] | None = 
                 events.append({"name": f"wait {op}", "ph": "X", "pid": rank, "tid": HOST_TID, "ts": start,
                                "dur": end - start, "args": args})
     return events
+
+
+def _iteration_slices(ends_us, rank: int) -> list[dict]:
+    """The iterations track of one rank: its name and sort index, and a slice per iteration."""
+    if not len(ends_us):
+        return []
+    events = [{"name": "thread_name", "ph": "M", "pid": rank, "tid": ITERATIONS_TID, "args": {"name": "iterations"}},
+              {"name": "thread_sort_index", "ph": "M", "pid": rank, "tid": ITERATIONS_TID, "args": {"sort_index": -2}}]
+    start = 0.0
+    for k, end in enumerate(ends_us):
+        events.append({"name": f"iteration {k}", "ph": "X", "pid": rank, "tid": ITERATIONS_TID, "ts": start,
+                       "dur": end - start, "args": {"kind": "iteration", "index": k, "time_ms": (end - start) / 1e3}})
+        start = end
+    return events
+
+
+def _memory_counters(timeline, rank: int) -> list[dict]:
+    """The GPU memory counter of one rank: a sample where allocated or reserved memory changed."""
+    if "allocated_bytes" not in timeline or timeline["allocated_bytes"].isna().all():
+        return []
+    allocated = timeline["allocated_bytes"].ffill().fillna(0).to_numpy()
+    reserved = timeline["reserved_bytes"].ffill().fillna(0).to_numpy()
+    issue = timeline["issue_us"].to_numpy()
+    changed = np.r_[True, (allocated[1:] != allocated[:-1]) | (reserved[1:] != reserved[:-1])]
+    return [{"name": "GPU memory (GiB)", "ph": "C", "pid": rank, "ts": float(issue[i]),
+             "args": {"allocated": allocated[i] / _GIB, "reserved": reserved[i] / _GIB}}
+            for i in np.flatnonzero(changed).tolist()]
 
 
 def _module_slices(timeline, rank: int) -> list[dict]:

@@ -108,9 +108,11 @@ class RankTrace:
         module = table.column("module") if "module" in table.column_names else pa.nulls(self.n, pa.string())
         phase = table.column("phase") if "phase" in table.column_names else pa.nulls(self.n, pa.string())
         # Text columns stay in Arrow: only results and error messages read them.
+        memory = {name: table.column(name) if name in table.column_names else pa.nulls(self.n, pa.int64())
+                  for name in ("allocated_bytes", "reserved_bytes")}
         self.labels = pa.table({
             "seq": table.column("seq"), "op": table.column("op"), "module": pc.fill_null(module, ""),
-            "phase": pc.fill_null(phase, ""),
+            "phase": pc.fill_null(phase, ""), **memory,
         })
         device_sync = pc.fill_null(pc.is_in(table.column("op"), value_set=pa.array(sorted(DEVICE_SYNC_OPS))), False)
         self.device_sync: list[bool] = device_sync.to_numpy(zero_copy_only=False).tolist()

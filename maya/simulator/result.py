@@ -42,8 +42,9 @@ class SimulationResult:
     final evaluation or checkpoint, is in none), 1 for a trace without iteration ends."""
     timelines: dict[int, pa.Table]
     """Representative rank -> one row per trace row: seq, iteration, kind, op, module, phase (the trace's:
-    forward, backward, optimizer, other; empty when the trace has none), stream, host_start_us,
-    issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""
+    forward, backward, optimizer, other; empty when the trace has none), allocated_bytes and
+    reserved_bytes (the emulated GPU's memory after the row; null when the trace has none), stream,
+    host_start_us, issue_us, start_us, end_us (GPU interval; host wait interval for syncs; NaN if none)."""
     rank_to_representative: dict[int, int]
     """Global rank -> the rank whose trace it shares."""
     events_handled: int

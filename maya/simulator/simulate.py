@@ -121,6 +121,8 @@ def _result(
             "op": tr.labels.column("op"),
             "module": tr.labels.column("module"),
             "phase": tr.labels.column("phase"),
+            "allocated_bytes": tr.labels.column("allocated_bytes"),
+            "reserved_bytes": tr.labels.column("reserved_bytes"),
             "stream": pa.array(tr.stream, pa.int32()),
             "host_start_us": issue - np.asarray(tr.host_us),
             "issue_us": issue,

@@ -3,9 +3,10 @@
 import json
 
 import numpy as np
+import pytest
 
 from maya.simulator import export_chrome_trace, simulate
-from maya.simulator.chrome_trace import HOST_TID, module_runs
+from maya.simulator.chrome_trace import HOST_TID, ITERATIONS_TID, module_runs
 
 
 def test_export_is_valid_json_with_expected_events(trace, nvlink_cluster, tmp_path):
@@ -73,7 +74,7 @@ def test_module_slices_nest_over_the_ops_of_a_real_run(gpt_run, tmp_path):
             while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"] + 1e-6:
                 stack.pop()
             assert not stack or e["ts"] + e["dur"] <= stack[-1]["ts"] + stack[-1]["dur"] + 1e-6, (stack[-1], e)
-            if e["args"]["kind"] != "module" and e["args"]["module"]:
+            if e["args"]["kind"] not in ("module", "iteration") and e["args"]["module"]:
                 inside = {(s["args"]["module"], s["args"]["phase"]) for s in stack if s["args"]["kind"] == "module"}
                 assert any(m == e["args"]["module"] for m, _ in inside), e
                 seen.add(e["args"]["module"])
@@ -82,3 +83,19 @@ def test_module_slices_nest_over_the_ops_of_a_real_run(gpt_run, tmp_path):
     assert {"blocks.0.qkv", "blocks.1.qkv backward", "lm_head", "lm_head backward", "blocks"} <= names
     assert {"blocks.0.qkv", "blocks.1.fc", "lm_head"} <= seen
     assert all("iteration" not in e["args"] for e in complete if e["args"]["kind"] == "module")
+
+
+def test_iteration_slices_and_the_memory_counter_match_the_summary(gpt_run, tmp_path):
+    emulated, trace_dir = gpt_run
+    import maya
+
+    s = maya.simulate_trace_dir(trace_dir, timeline_path=tmp_path / "t.json")
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    steps = [e for e in events if e["ph"] == "X" and e["args"]["kind"] == "iteration"]
+    assert [e["name"] for e in steps] == [f"iteration {k}" for k in range(len(s.iterations))]
+    assert [e["args"]["time_ms"] for e in steps] == pytest.approx([it.time_ms for it in s.iterations])
+    assert all(e["tid"] == ITERATIONS_TID and "iteration" not in e["args"] for e in steps)
+    memory = [e for e in events if e["ph"] == "C" and e["name"] == "GPU memory (GiB)"]
+    assert max(e["args"]["allocated"] for e in memory) * (1 << 30) == pytest.approx(emulated.peak_allocated_bytes)
+    assert max(e["args"]["reserved"] for e in memory) * (1 << 30) == pytest.approx(emulated.peak_reserved_bytes)
+    assert [e["ts"] for e in memory] == sorted(e["ts"] for e in memory)
