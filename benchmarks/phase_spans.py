@@ -67,16 +67,13 @@ def profiled_busy(chrome_trace: Path) -> dict[str, float]:
 def maya_spans(trace_dir: Path) -> tuple[dict[str, float], dict[str, float]]:
     """(span, busy) ms per phase of the emulated trace's last full iteration on Maya's timeline."""
     import numpy as np
-    import pyarrow.parquet as pq
 
     from maya.hardware.cluster import cluster_for_gpu
     from maya.predict import estimate_and_simulate
     from maya.trace import read_rank_trace
 
     _, result = estimate_and_simulate({0: read_rank_trace(trace_dir, 0)}, "h200", cluster_for_gpu("h200", 1))
-    timeline = result.timelines[0].to_pandas()
-    phases = pq.read_table(trace_dir / "rank=0" / "trace.parquet", columns=["seq", "phase"]).to_pandas()
-    t = timeline.merge(phases, on="seq", how="left")
+    t = result.timelines[0].to_pandas()  # with the trace's phase per row
     gpu = t["kind"].astype(str).isin(GPU_KINDS).to_numpy() & t["start_us"].notna().to_numpy()
     ended_before = np.concatenate([[0.0], np.fmax.accumulate(np.where(gpu, t["end_us"], 0.0))[:-1]])
     with_forward = sorted(set(t["iteration"][gpu & (t["phase"] == "forward").to_numpy()]))
