@@ -458,7 +458,7 @@ class Recorder(TorchDispatchMode):
         phase, module = self.tracker.current()
         if state.in_optimizer and phase is not Phase.BACKWARD:
             phase = Phase.OPTIMIZER
-        self._allocate(outputs, name, phase)
+        self._allocate(outputs, name, phase, module)
         if name in ALLOCATION_OPS:
             return out
         if state.nccl.pending:
@@ -502,7 +502,7 @@ class Recorder(TorchDispatchMode):
         phase, module = self.tracker.current()
         self.state.add_row(EventKind.HOST, "dtensor:op", phase=phase, module=module, attrs={"ops": max(n - 1, 0)})
 
-    def _allocate(self, outputs: list[torch.Tensor], name: str, phase: Phase) -> None:
+    def _allocate(self, outputs: list[torch.Tensor], name: str, phase: Phase, module: str = "") -> None:
         state = self.state
         try:
             handle = (state.current_stream, phase is Phase.BACKWARD)
@@ -524,7 +524,9 @@ class Recorder(TorchDispatchMode):
         except EmulatedOutOfMemory as e:
             state.oom = True
             state.note_memory()
-            raise_out_of_memory(state, str(e))
+            where = f"in module `{module}`" if module else "outside every module"
+            raise_out_of_memory(state, f"{e} Maya: the allocation was {name}'s, {where}, in the {phase.value} "
+                                       f"pass of iteration {len(state.iterations) - 1}.")
         state.note_memory()
 
     def _free(self, key: int, _ref: object = None) -> None:

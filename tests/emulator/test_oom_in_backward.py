@@ -11,6 +11,8 @@ def test_oom_during_backward_surfaces_from_the_backward_call(tmp_path):
     s = maya.emulate(SCRIPT, trace_dir=tmp_path / "t")
     assert s.oom and s.exit_code == 1
     assert "torch.OutOfMemoryError" in s.error and "y.backward()" in s.error
+    # The message says whose allocation failed: the checkpoint's recomputation of the last layer.
+    assert "Maya: the allocation was aten::addmm's, in module `2`, in the backward pass of iteration 0." in s.error
 
 
 def test_oom_in_forward_off_the_main_thread_raises_at_the_forward(tmp_path):
