@@ -465,6 +465,15 @@ def _fused_optimizer(op, ins, in_dt, outs, out_dt, attrs):
     return float(FUSED_OPTIMIZER_FLOPS_PER_ELEMENT[op] * param_numel), nbytes
 
 
+def _fsdp_all_gather_copy_in(op, ins, in_dt, outs, out_dt, attrs):
+    """FSDP2's copy of this rank's parameter shards (`all_gather_inputs`, the first list) into its slice
+    of the all-gather buffer: one `_foreach_copy_`, which reads and writes the shards only. The buffer,
+    world_size times larger, is passed in and returned but not touched (torch's
+    `_fsdp_collectives.all_gather_copy_in`)."""
+    n_shards = _list_len(_arg(attrs, 0, "all_gather_inputs", None)) or max(len(ins) - 1, 0)
+    return 0.0, 2 * _total_bytes(ins[:n_shards], in_dt[:n_shards])
+
+
 def _prefix_rule(op: str) -> Callable:
     """Rule for an op not named in any set: foreach ops by prefix, else the default."""
     if op.startswith("aten::_foreach_"):
@@ -498,4 +507,5 @@ for _names, _rule in (
         _RULES[_name] = _rule
 for _name, _per_element in ELEMENTWISE_FLOPS_PER_ELEMENT.items():
     _RULES[_name] = _per_output_element(_per_element)
+_RULES["fsdp::all_gather_copy_in"] = _fsdp_all_gather_copy_in
 del _names, _rule, _name, _per_element

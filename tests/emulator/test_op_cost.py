@@ -127,3 +127,15 @@ def test_reduction_sum():
     flops, nbytes = op_cost("aten::sum.dim_IntList", [[64, 32]], ["float32"], [[32]], ["float32"], {})
     assert flops == 64 * 32
     assert nbytes == (64 * 32 + 32) * 4
+
+
+def test_fsdp2_copy_in_moves_the_shards_not_the_all_gather_buffer():
+    # A 16-way FSDP2 unit of two parameters: shards of 2,414,592 and 49,152 bf16 elements are copied
+    # into this rank's slice of the 16 x 2,463,744-element all-gather buffer, which is passed in and
+    # returned (with the slice) but not touched: 2 x the shards' bytes, not 34 x.
+    shards = [[2414592], [49152]]
+    flops, nbytes = op_cost(
+        "fsdp::all_gather_copy_in", [*shards, [16 * 2463744]], ["bfloat16"] * 3, [[2463744], [16 * 2463744]],
+        ["bfloat16"] * 2, {"args": [[t(0), t(1)], t(2), [2414592, 49152], 2463744, 3]},
+    )
+    assert flops == 0.0 and nbytes == 2 * (2414592 + 49152) * 2
