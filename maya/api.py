@@ -65,7 +65,8 @@ def emulate(
         dedup: with several ranks, emulate one rank per class of identical ranks (default);
             False emulates every rank.
         verify_dedup: also emulate a second member of every class and fail if its trace differs.
-        progress: called with one line per emulation step of a multi-rank run.
+        progress: called with one line per emulation step of a multi-rank run, and with a line every
+            20 s while a one-rank script runs (trace rows recorded, iterations ended).
         variant_families: with several ranks, the group families that change a rank's trace, from
             the meta.json (`variant_families`) of an emulation of the same script and layout; the
             probe ranks that would find them are not emulated. None: probe.
@@ -123,7 +124,8 @@ def emulate(
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
 
-    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(spec.key, host_per_op_us))
+    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(spec.key, host_per_op_us),
+                         progress=progress)
     state = outcome.state
     table = rows_to_table(state.rows)
     write_rank_trace(trace_dir, config.rank, table)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
 import runpy
 import sys
+import threading
+import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,12 +95,42 @@ def check_script(script: str | os.PathLike | ScriptModule) -> None:
         raise FileNotFoundError(f"training script not found: {script}")
 
 
+HEARTBEAT_S = 20.0
+"""Seconds between `run_script`'s progress lines while a script runs."""
+
+
+@contextlib.contextmanager
+def _heartbeat(progress: Callable[[str], None] | None, state: EmulationState, rank: int, every_s: float):
+    """Every `every_s` seconds while the block runs, a line to `progress` saying how far the script got."""
+    if progress is None:
+        yield
+        return
+    done, start = threading.Event(), time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            ended = len(state.iteration_ends)
+            progress(f"  rank {rank}: {time.monotonic() - start:.0f} s, {len(state.rows):,} trace rows, "
+                     f"{ended} iteration{'s' if ended != 1 else ''} ended")
+
+    thread = threading.Thread(target=beat, name="maya-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 def run_script(script: str | os.PathLike | ScriptModule, args: list[str], config: RankConfig,
-               elapsed_time_ms=None) -> RunOutcome:
+               elapsed_time_ms=None, progress: Callable[[str], None] | None = None,
+               progress_every_s: float = HEARTBEAT_S) -> RunOutcome:
     """Run `script args...` as `__main__` on the emulated GPU of `config`: a file, or a module
     (`ScriptModule`, torchrun's `-m`).
 
     `elapsed_time_ms`, if given, answers the script's `Event.elapsed_time` (see maya.event_timing).
+    `progress`, if given, gets a line every `progress_every_s` seconds while the script runs: the
+    trace rows recorded and the iterations ended so far.
 
     Raises:
         FileNotFoundError: the script does not exist.
@@ -123,7 +157,7 @@ def run_script(script: str | os.PathLike | ScriptModule, args: list[str], config
     exit_code, error, oom = 0, None, False
     session = EmulationSession(config, elapsed_time_ms)
     try:
-        with session:
+        with session, _heartbeat(progress, session.state, config.rank, progress_every_s):
             try:
                 run()
             except SystemExit as e:

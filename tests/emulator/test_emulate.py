@@ -544,3 +544,28 @@ def test_a_module_runs_as_python_dash_m_runs_it(scripts, tmp_path, capsys):
         maya.emulate(ScriptModule("no_such_package.train", str(scripts)))
     missing = maya.emulate(ScriptModule("module_entry.no_such_entry", str(scripts)))
     assert missing.exit_code == 1 and "No module named module_entry.no_such_entry" in missing.error
+
+
+def test_a_long_run_reports_its_progress(tmp_path):
+    # `maya emulate` passes a progress callback: while the script runs, a line every
+    # `progress_every_s` seconds (20 s by default) says how far it got.
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import time, torch\n"
+        "x = torch.ones(4, device='cuda')\n"
+        "for _ in range(3):\n"
+        "    x = x * 2\n"
+        "    time.sleep(0.2)\n"
+    )
+    from maya.emulator.runner import run_script
+    from maya.emulator.state import RankConfig
+    from maya.hardware import load_gpu
+
+    lines = []
+    config = RankConfig(gpu=load_gpu("h200"), rank=0, world_size=1, local_rank=0, local_world_size=1)
+    outcome = run_script(script, [], config, progress=lines.append, progress_every_s=0.15)
+    assert outcome.exit_code == 0, outcome.error
+    assert 2 <= len(lines) <= 6
+    assert lines[0].startswith("  rank 0: 0 s, ") and lines[-1].endswith(" trace rows, 0 iterations ended")
+    quiet = run_script(script, [], config)
+    assert quiet.exit_code == 0
