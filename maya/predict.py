@@ -46,6 +46,9 @@ class Prediction:
     """The `TOP_N` ops with the most simulated GPU time over all ranks: `op`, `kind`, `gpu_ms`, `share`."""
     top_modules: list[dict]
     """The `TOP_N` modules with the most simulated GPU time over all ranks: `module`, `gpu_ms`, `share`."""
+    gpu_ms_by_phase: dict[str, float]
+    """Simulated GPU time per phase of the step over all ranks, milliseconds, in `PHASE_ORDER`; counted
+    as `top_ops` is."""
     from_iteration: int
     """The first iteration `breakdown`, `rank_breakdowns`, `top_ops`, `top_modules` and `source_shares`
     count (`SimulationResult.from_iteration`): 1 leaves the first iteration's set-up out whenever
@@ -72,6 +75,7 @@ class Prediction:
             "rank_breakdowns_ms": self.rank_breakdowns,
             "top_ops": self.top_ops,
             "top_modules": self.top_modules,
+            "gpu_ms_by_phase": self.gpu_ms_by_phase,
             "from_iteration": self.from_iteration,
             "model_flops_per_iteration": statistics.median(flops) if flops else None,
             "cluster": {
@@ -160,6 +164,7 @@ def predict(
         ],
         top_ops=_top(result.top_ops, "op"),
         top_modules=_top(result.top_modules, "module"),
+        gpu_ms_by_phase=_by_phase(result.phases),
         from_iteration=result.from_iteration,
         model_flops_per_iteration=model_flops_per_iteration(tables, len(iteration_ms), result.rank_to_representative),
         world_size=result.world_size,
@@ -234,6 +239,17 @@ def _source_shares(
             df = df.loc[counted]
         weighted.append(df[["estimate_source", "duration_us"]].assign(duration_us=df["duration_us"] * members[rank]))
     return {str(k): float(v) for k, v in source_shares(pd.concat(weighted, ignore_index=True)).items()}
+
+
+PHASE_ORDER = ("forward", "backward", "optimizer", "other")
+"""The order `Prediction.gpu_ms_by_phase` lists the step's phases in (any other after them)."""
+
+
+def _by_phase(phases: pd.DataFrame) -> dict[str, float]:
+    """Milliseconds per phase in `PHASE_ORDER`; a trace without phases counts as `unknown`."""
+    ms = {str(phase) or "unknown": total_us / 1000.0 for phase, total_us in zip(phases["phase"], phases["total_us"])}
+    order = {phase: i for i, phase in enumerate(PHASE_ORDER)}
+    return dict(sorted(ms.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
 
 
 def _top(table: pd.DataFrame, key: str) -> list[dict]:

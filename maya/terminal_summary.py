@@ -29,6 +29,10 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
     lines += _timing(summary, d)
     lines += _memory(summary, d, gpu.key)
     lines += _breakdown(d, summary.world_size)
+    if phases := d.get("gpu_ms_by_phase"):
+        total = sum(phases.values()) or 1.0
+        lines.append(_row("GPU by phase", ", ".join(f"{phase} {ms:,.2f} ms ({ms / total:.0%})"
+                                                     for phase, ms in phases.items())))
     for key, label in (("top_ops", "top ops"), ("top_modules", "top modules")):
         for i, row in enumerate((d.get(key) or [])[:top_n]):
             name = row.get("op", row.get("module"))

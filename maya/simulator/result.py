@@ -32,6 +32,10 @@ class SimulationResult:
     innermost module running when it was issued (its backward in the module of its forward); `<top>`
     is GPU time in no submodule: the outermost module's own forward code, and work outside every
     module (typically the loss, the optimizer, gradient clipping)."""
+    phases: pd.DataFrame
+    """GPU time per phase of the training step over all ranks (the trace's `phase`: forward, backward,
+    optimizer, other; empty for a trace without phases): columns phase, total_us, count, share;
+    largest first."""
     from_iteration: int
     """The first iteration `breakdown`, `top_ops` and `top_modules` count: 1 (the steady state,
     without the first iteration's set-up) when there is GPU work after the first iteration end, else 0

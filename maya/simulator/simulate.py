@@ -144,7 +144,7 @@ def _result(
             is_compute=is_compute[keep], is_comm=is_comm[keep], issue_us=issue[keep], start_us=start[keep],
             end_us=end[keep], window_start_us=window_start,
         )
-    top_ops, top_modules = _top(timelines, members, first, stop)
+    top_ops, top_modules, phases = _top(timelines, members, first, stop)
     return SimulationResult(
         world_size=len(representative),
         iteration_times_us=iteration_times_us(ends),
@@ -152,6 +152,7 @@ def _result(
         breakdown=breakdown,
         top_ops=top_ops,
         top_modules=top_modules,
+        phases=phases,
         from_iteration=first,
         to_iteration=stop,
         timelines=timelines,
@@ -162,9 +163,9 @@ def _result(
 
 def _top(
     timelines: dict[int, pa.Table], members: Counter, first: int, stop: dict[int, int]
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """GPU time per op and per module of iterations `first` to `stop[rank]` (exclusive), summed over
-    every rank of the job (representatives weighted)."""
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """GPU time per op, per module and per phase of iterations `first` to `stop[rank]` (exclusive),
+    summed over every rank of the job (representatives weighted)."""
     parts = []
     for rank, timeline in timelines.items():
         kind = timeline.column("kind").combine_chunks()
@@ -177,6 +178,7 @@ def _top(
             "op": gpu.column("op"),
             "kind": gpu.column("kind").cast(pa.string()),
             "module": pc.if_else(pc.equal(gpu.column("module"), ""), "<top>", gpu.column("module")),
+            "phase": gpu.column("phase"),
             "total_us": pc.multiply(pc.subtract(gpu.column("end_us"), gpu.column("start_us")), float(weight)),
             "count": pa.array(np.full(gpu.num_rows, weight, dtype=np.int64)),
         }))
@@ -193,7 +195,7 @@ def _top(
         table = table.sort_values(["_rank", *keys], ascending=[False] + [True] * len(keys), ignore_index=True)
         return table[[*keys, "total_us", "count", "share"]]
 
-    return aggregate(["op", "kind"]), _by_layer(aggregate(["module"]))
+    return aggregate(["op", "kind"]), _by_layer(aggregate(["module"])), aggregate(["phase"])
 
 
 _LAYER_INDEX = re.compile(r"(?<![^.])\d+(?![^.])")

@@ -18,9 +18,9 @@ class TraceBuilder:
         self.default_host_us = host_us
 
     def _add(self, kind: str, op: str, *, stream: int = 0, event_id: int = -1, duration_us: float = 0.0,
-             host_us: float | None = None, module: str = "", **collective) -> TraceBuilder:
+             host_us: float | None = None, module: str = "", phase: str = "", **collective) -> TraceBuilder:
         row = {
-            "seq": len(self.rows), "kind": kind, "op": op, "module": module, "stream": stream,
+            "seq": len(self.rows), "kind": kind, "op": op, "module": module, "phase": phase, "stream": stream,
             "event_id": event_id, "duration_us": duration_us,
             "host_us": self.default_host_us if host_us is None else host_us,
             "group_name": None, "group_ranks": None, "group_seq": None, "message_bytes": None, "peer": None,
@@ -60,7 +60,7 @@ class TraceBuilder:
     def table(self) -> pa.Table:
         schema = pa.schema([
             ("seq", pa.int64()), ("kind", pa.string()), ("op", pa.string()), ("module", pa.string()),
-            ("stream", pa.int32()), ("event_id", pa.int64()), ("duration_us", pa.float64()),
+            ("phase", pa.string()), ("stream", pa.int32()), ("event_id", pa.int64()), ("duration_us", pa.float64()),
             ("host_us", pa.float64()), ("group_name", pa.string()), ("group_ranks", pa.list_(pa.int32())),
             ("group_seq", pa.int64()), ("message_bytes", pa.int64()), ("peer", pa.int32()),
         ])

@@ -37,6 +37,9 @@ def test_same_gpu_reproduces_the_emulated_summary(gpt_run, tmp_path):
     assert CONTRACT_KEYS <= set(d) and d["oom"] is False and d["emulated_gpu"] == "h200"
     assert d["cluster"]["name"] == "dgx-h200" and d["timeline"] == str(tmp_path / "t.json")
     assert d["mfu"] == pytest.approx(emulated.to_dict()["mfu"])
+    # A training step's GPU time in its phases' order (the optimizer's foreach kernels included).
+    assert list(d["gpu_ms_by_phase"])[:3] == ["forward", "backward", "optimizer"]
+    assert d["gpu_ms_by_phase"]["backward"] > d["gpu_ms_by_phase"]["forward"] > d["gpu_ms_by_phase"]["optimizer"] > 0
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
 
 

@@ -89,3 +89,15 @@ def test_top_modules_count_a_models_repeated_layers_together(trace, nvlink_clust
 ])
 def test_layer_pattern_replaces_numeric_path_components_only(module, pattern):
     assert layer_pattern(module) == pattern
+
+
+def test_gpu_time_per_phase_of_the_step(trace, nvlink_cluster):
+    # Iteration 1 (the steady state): forward 10 us, backward 25 us, optimizer 5 us.
+    builder = trace().kernel(100.0, phase="forward").iteration_end()
+    table = (builder.kernel(4.0, phase="forward").kernel(6.0, phase="forward").kernel(25.0, phase="backward")
+             .kernel(5.0, phase="optimizer").iteration_end().table())
+    result = simulate({0: table}, nvlink_cluster)
+    phases = result.phases.set_index("phase")
+    assert phases["total_us"].to_dict() == {"backward": 25.0, "forward": 10.0, "optimizer": 5.0}
+    assert phases["count"].to_dict() == {"backward": 1, "forward": 2, "optimizer": 1}
+    assert result.phases["phase"].iloc[0] == "backward"

@@ -29,6 +29,7 @@ def _extra(**overrides):
         # The first a model's repeated layers summed; the others as a summary from before `instances`.
         "top_modules": [{"module": "layers.*.mlp", "instances": 12, "gpu_ms": 6.0, "share": 0.06}]
                        + [{"module": f"layers.{i}", "gpu_ms": 5.0, "share": 0.05} for i in range(10)],
+        "gpu_ms_by_phase": {"forward": 20.0, "backward": 35.0, "optimizer": 5.0},
         "model_flops_per_iteration": 8 * 0.5e12,
         "cluster": {"name": "dgx-h200", "gpu": "h200", "nodes": 1, "gpus_per_node": 8, "price_per_gpu_hour_usd": 3.5},
         "timeline": "/runs/t/timeline.json",
@@ -83,6 +84,7 @@ def test_terminal_summary_one_page():
     assert " layers.*.mlp (12 modules)\n" in text and " layers.0\n" in text
     assert "layers.3" in text and "layers.4" not in text
     assert "exact 75%, catboost 25% of predicted GPU time" in text
+    assert "GPU by phase   forward 20.00 ms (33%), backward 35.00 ms (58%), optimizer 5.00 ms (8%)\n" in text
     assert "/runs/t/timeline.json (open it in https://ui.perfetto.dev)" in text
     assert "(share of GPU time over all ranks and iterations)" in text
     steady = terminal_summary(_summary(extra=_extra(from_iteration=1)))
