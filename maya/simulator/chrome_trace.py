@@ -15,8 +15,9 @@ leave them out. Ops in no module (the loss, the optimizer) have none above them.
 
 Each rank also has a track "iterations" (`ITERATIONS_TID`, shown first) with one slice per iteration,
 from the end of the one before (or the start) to its end, named "iteration <k>" with its time in
-args (kind "iteration", index k, and no `iteration` key, like the module slices), and a counter "GPU memory (GiB)" with the emulated allocator's allocated and reserved memory
-after each op, at the time the host issued it.
+args (kind "iteration", index k, and no `iteration` key, like the module slices), and a counter
+"GPU memory (GiB)" with the emulated allocator's allocated and reserved memory after each op, at
+the time the host issued it.
 """
 
 from __future__ import annotations
