@@ -40,6 +40,8 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
                 name += f" ({row['kind']})"
             if row.get("instances", 1) > 1:
                 name += f" ({row['instances']} modules)"
+            elif name == "<top>":
+                name += " (in no submodule: the loss, the optimizer, the model's own forward code)"
             lines.append(_row(label if i == 0 else "", f"{row['share']:6.1%} {row['gpu_ms']:10.3f} ms  {name}"))
     if d.get("top_ops"):
         if d.get("from_iteration", 0) >= 1:

@@ -27,7 +27,8 @@ def _extra(**overrides):
         "top_ops": [{"op": f"op{i}", "kind": "memcpy" if i == 1 else "kernel", "gpu_ms": 10.0 - i,
                      "share": (10.0 - i) / 100} for i in range(10)],
         # The first a model's repeated layers summed; the others as a summary from before `instances`.
-        "top_modules": [{"module": "layers.*.mlp", "instances": 12, "gpu_ms": 6.0, "share": 0.06}]
+        "top_modules": [{"module": "layers.*.mlp", "instances": 12, "gpu_ms": 6.0, "share": 0.06},
+                        {"module": "<top>", "instances": 1, "gpu_ms": 5.5, "share": 0.055}]
                        + [{"module": f"layers.{i}", "gpu_ms": 5.0, "share": 0.05} for i in range(10)],
         "gpu_ms_by_phase": {"forward": 20.0, "backward": 35.0, "optimizer": 5.0},
         "model_flops_per_iteration": 8 * 0.5e12,
@@ -82,7 +83,8 @@ def test_terminal_summary_one_page():
     assert " op0\n" in text and " op1 (memcpy)\n" in text
     assert "op4" in text and "op5" not in text  # top 5 of 10
     assert " layers.*.mlp (12 modules)\n" in text and " layers.0\n" in text
-    assert "layers.3" in text and "layers.4" not in text
+    assert " <top> (in no submodule: the loss, the optimizer, the model's own forward code)\n" in text
+    assert "layers.2" in text and "layers.3" not in text
     assert "exact 75%, catboost 25% of predicted GPU time" in text
     assert "GPU by phase   forward 20.00 ms (33%), backward 35.00 ms (58%), optimizer 5.00 ms (8%)\n" in text
     assert "/runs/t/timeline.json (open it in https://ui.perfetto.dev)" in text
