@@ -565,7 +565,8 @@ def test_a_long_run_reports_its_progress(tmp_path):
     config = RankConfig(gpu=load_gpu("h200"), rank=0, world_size=1, local_rank=0, local_world_size=1)
     outcome = run_script(script, [], config, progress=lines.append, progress_every_s=0.15)
     assert outcome.exit_code == 0, outcome.error
-    assert 2 <= len(lines) <= 6
-    assert lines[0].startswith("  rank 0: 0 s, ") and lines[-1].endswith(" trace rows, 0 iterations ended")
+    assert len(lines) >= 2  # the script sleeps 0.6 s; emulation set-up on a busy machine may add more lines
+    assert lines[0].startswith("  rank 0: 0 s, ")
+    assert all(line.endswith(" trace rows, 0 iterations ended") for line in lines)
     quiet = run_script(script, [], config)
     assert quiet.exit_code == 0
