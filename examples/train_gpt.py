@@ -8,7 +8,7 @@ On an emulated 16-node cluster:    maya emulate --nnodes 16 --nproc-per-node 8 e
 Model flags: --seq, --dim, --layers, --heads, --vocab. Training flags: --batch (the micro-batch per
 rank; --micro-batch is the same flag), --accum (micro-batches per step: gradient accumulation, or the
 pipeline's micro-batches; default 1, or --pp when pipelined), --precision {bf16,fp16,fp32}, --checkpoint {none,reentrant,nonreentrant},
---optimizer {adamw,sgd}, --steps, --init-device {cuda,meta} (meta: allocate only this rank's shard of
+--optimizer {adamw,sgd}, --compile (torch.compile; Maya predicts it as eager PyTorch), --steps, --init-device {cuda,meta} (meta: allocate only this rank's shard of
 the parameters instead of building every stage in fp32 on the GPU first). Parallelism (the world size comes from torchrun):
 --tp (tensor parallel, Megatron column/row-wise plans on DTensor), --pp (pipeline stages, split by
 layers) with --pp-schedule {gpipe,1f1b,interleaved} (interleaved gives each rank 2 stages), and
@@ -43,6 +43,8 @@ def parse_args(argv=None):
                    help="micro-batches per step (default: 1, or --pp with pipeline stages, the fewest their "
                         "schedules accept)")
     p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (without --pp); under Maya it runs, and is predicted, eagerly")
     p.add_argument("--dp", choices=["auto", "ddp", "fsdp"], default="auto",
                    help="data parallelism over the remaining ranks; auto: DDP, or FSDP2 with --tp > 1 "
                         "(DDP cannot hold tensor-parallel parameters)")
@@ -53,6 +55,8 @@ def parse_args(argv=None):
                    help="cuda: build each stage in fp32 on the GPU, then shard it; meta: build it on the meta "
                         "device, shard it, then allocate and initialise only this rank's shard (torchtitan's order)")
     args = p.parse_args(argv)
+    if args.compile and args.pp > 1:
+        p.error("--compile is for the whole model: not with --pp")
     if args.accum is None:
         args.accum = args.pp
     if args.dp == "auto":
@@ -248,6 +252,8 @@ def main():
     else:
         model = build(args, mesh, device)
         params = list(model.parameters())
+        if args.compile:
+            model = torch.compile(model)
     if args.optimizer == "adamw":
         opt = torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1)
     else:

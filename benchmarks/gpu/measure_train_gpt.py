@@ -10,6 +10,8 @@ The single-GPU tune study of examples/tune_gpt.py (global batch 64 x 1,024 token
 checkpointing, precision), on the GPU machine from the repository root:
 
     python benchmarks/gpu/measure_train_gpt.py --study tune_gpt --out benchmarks/tune_quality/measured_h200.json
+
+The `compile` study: GPT-2 small eager and under torch.compile (`--compile`), micro-batches 8 and 16.
 """
 
 import argparse
@@ -56,7 +58,17 @@ def distributed_study() -> list[dict]:
     ]
 
 
-STUDIES = {"tune_gpt": tune_gpt_study, "distributed": distributed_study}
+def compile_study() -> list[dict]:
+    """GPT-2 small in bf16 at micro-batches of 8 and 16, eager and under torch.compile: how much faster
+    the compiled step is than the eager one Maya predicts (it runs torch.compile eagerly)."""
+    configs = []
+    for batch, compiled in itertools.product([8, 16], [False, True]):
+        argv = [*MODEL, "--batch", str(batch), "--precision", "bf16", *(["--compile"] if compiled else [])]
+        configs.append({"name": f"b{batch}_{'compiled' if compiled else 'eager'}", "argv": argv})
+    return configs
+
+
+STUDIES = {"tune_gpt": tune_gpt_study, "distributed": distributed_study, "compile": compile_study}
 PEAK_LINE = re.compile(r"rank (\d+) peak ([0-9.]+) MiB")
 
 
