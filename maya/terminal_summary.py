@@ -84,6 +84,9 @@ def _timing(summary: EmulationSummary, d: dict) -> list[str]:
     failed = " completed before the script failed" if summary.exit_code else ""
     lines = [_row("step time", f"{d['median_iteration_ms']:.2f} ms, median of {len(times)} iteration(s){failed}: "
                                f"{shown} ms")]
+    if len(times) == 2 and times[0] > 1.2 * times[1]:
+        lines.append(_row("", "the first iteration holds the set-up, so the median of two is half set-up: run 3 or "
+                              f"more steps for a steady-state median (the second alone: {times[1]:.2f} ms)"))
     rate = summary.throughput
     if rate is None:  # a step of no GPU work takes no predicted time: no rate to give
         lines.append(_row("throughput", "n/a (the step ran no GPU work)"))

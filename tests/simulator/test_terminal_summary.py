@@ -124,3 +124,13 @@ def test_a_step_of_no_gpu_work_has_no_rate_and_the_page_still_prints():
     page = terminal_summary(_summary(world_size=1, emulated_ranks=[0], iterations=[_iteration(0, 0.0, flops=0.0)]))
     assert "step time      0.00 ms, median of 1 iteration(s)" in page
     assert "throughput     n/a (the step ran no GPU work)" in page
+
+
+def test_two_iterations_with_set_up_get_a_hint_three_do_not():
+    two = terminal_summary(_summary(iterations=[_iteration(0, 80.0), _iteration(1, 40.0)]))
+    assert "60.00 ms, median of 2 iteration(s): 80.00, 40.00 ms" in two
+    assert "run 3 or more steps for a steady-state median (the second alone: 40.00 ms)" in two
+    three = terminal_summary(_summary())
+    assert "steady-state median" not in three
+    even = terminal_summary(_summary(iterations=[_iteration(0, 41.0), _iteration(1, 40.0)]))
+    assert "steady-state median" not in even
