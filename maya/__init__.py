@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["emulate", "mark_iteration", "simulate_trace_dir", "tune"]
+__all__ = ["ScriptModule", "emulate", "mark_iteration", "simulate_trace_dir", "tune"]
 __version__ = "0.1.0"
 
 
@@ -12,6 +12,10 @@ def __getattr__(name: str):
         from maya.api import emulate
 
         return emulate
+    if name == "ScriptModule":
+        from maya.emulator.runner import ScriptModule
+
+        return ScriptModule
     if name == "mark_iteration":
         from maya.emulator.session import mark_iteration
 

@@ -55,7 +55,7 @@ def emulate(
     `maya emulate --gpu h200 train.py --batch 8`.
 
     Args:
-        script: path of the unmodified training script, or `ScriptModule.here("pkg.train")` for a module
+        script: path of the unmodified training script, or `maya.ScriptModule.here("pkg.train")` for a module
             run as `python -m pkg.train` (torchrun's `-m`).
         args: the script's own command-line arguments.
         gpu: catalog key of the GPU to emulate (`maya.hardware.available_gpus()`).

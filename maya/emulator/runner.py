@@ -58,19 +58,21 @@ def torchrun_env(config: RankConfig) -> dict[str, str]:
     }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ScriptModule:
     """A training script given as a module, as `python -m NAME` and torchrun's `-m` run it: as
     `__main__`, found from `directory` (the caller's working directory, which `python -m` puts first
     on sys.path), with sys.argv[0] its file."""
 
     name: str
+    """Dotted module name: `torchtitan.train`."""
     directory: str
+    """Directory the module is found from, before the rest of sys.path."""
 
     @classmethod
     def here(cls, name: str) -> ScriptModule:
         """The module `name`, found from this process's working directory."""
-        return cls(name, os.getcwd())
+        return cls(name=name, directory=os.getcwd())
 
     def __str__(self) -> str:
         return f"-m {self.name}"

@@ -534,15 +534,16 @@ def test_compiled_code_runs_eagerly_and_says_what_that_predicts(tmp_path):
 def test_a_module_runs_as_python_dash_m_runs_it(scripts, tmp_path, capsys):
     # torchtitan's form (`torchrun -m torchtitan.train`): the package is found from the caller's
     # directory, its relative imports resolve, and sys.argv[0] is the module's file.
-    s = maya.emulate(ScriptModule("module_entry.train", str(scripts)), ["--steps", "3"], trace_dir=tmp_path / "t")
+    entry = ScriptModule(name="module_entry.train", directory=str(scripts))
+    s = maya.emulate(entry, ["--steps", "3"], trace_dir=tmp_path / "t")
     assert s.exit_code == 0, s.error
     assert len(s.iterations) == 3 and s.median_iteration_ms > 0
     out = capsys.readouterr().out
     assert f"entry {scripts / 'module_entry' / 'train.py'} package module_entry rank 0" in out
     assert read_meta(tmp_path / "t")["script"] == "-m module_entry.train"
     with pytest.raises(FileNotFoundError, match="training module not found: no_such_package"):
-        maya.emulate(ScriptModule("no_such_package.train", str(scripts)))
-    missing = maya.emulate(ScriptModule("module_entry.no_such_entry", str(scripts)))
+        maya.emulate(ScriptModule(name="no_such_package.train", directory=str(scripts)))
+    missing = maya.emulate(ScriptModule(name="module_entry.no_such_entry", directory=str(scripts)))
     assert missing.exit_code == 1 and "No module named module_entry.no_such_entry" in missing.error
 
 

@@ -281,8 +281,8 @@ def test_a_module_entry_point_runs_on_every_rank_through_ray(ray_local, tmp_path
     # caller's directory, whatever their own working directory is (its relative import resolves).
     from maya.emulator.runner import ScriptModule
 
-    s = maya.emulate(ScriptModule("module_entry.train", str(SCRIPTS)), ["--steps", "2"], nproc_per_node=2,
-                     trace_dir=tmp_path / "t", dedup=False)
+    entry = ScriptModule(name="module_entry.train", directory=str(SCRIPTS))
+    s = maya.emulate(entry, ["--steps", "2"], nproc_per_node=2, trace_dir=tmp_path / "t", dedup=False)
     assert s.exit_code == 0, s.error
     assert s.emulated_ranks == [0, 1] and len(s.iterations) == 2
     assert any(row["op"] == "nccl:all_reduce" for row in read_rank_trace(tmp_path / "t", 1).to_pylist())
