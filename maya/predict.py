@@ -21,6 +21,7 @@ from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
 from maya.simulator import RankBreakdown, SimulationParams, SimulationResult, export_chrome_trace, simulate
 from maya.summary import HOST_BOUND_SHARE
 from maya.throughput import model_flops_per_iteration
+from maya.trace import Phase
 
 TOP_N = 10
 """How many ops and modules `Prediction.top_ops` / `top_modules` keep."""
@@ -45,10 +46,11 @@ class Prediction:
     top_ops: list[dict]
     """The `TOP_N` ops with the most simulated GPU time over all ranks: `op`, `kind`, `gpu_ms`, `share`."""
     top_modules: list[dict]
-    """The `TOP_N` modules with the most simulated GPU time over all ranks: `module`, `gpu_ms`, `share`."""
+    """The `TOP_N` modules with the most simulated GPU time over all ranks, repeated layers summed: `module`,
+    `instances`, `gpu_ms`, `share`."""
     gpu_ms_by_phase: dict[str, float]
-    """Simulated GPU time per phase of the step over all ranks, milliseconds, in `PHASE_ORDER`; counted
-    as `top_ops` is."""
+    """Simulated GPU time per phase of the step over all ranks, milliseconds, in `maya.trace.Phase`'s
+    order; counted as `top_ops` is."""
     from_iteration: int
     """The first iteration `breakdown`, `rank_breakdowns`, `top_ops`, `top_modules` and `source_shares`
     count (`SimulationResult.from_iteration`): 1 leaves the first iteration's set-up out whenever
@@ -241,14 +243,11 @@ def _source_shares(
     return {str(k): float(v) for k, v in source_shares(pd.concat(weighted, ignore_index=True)).items()}
 
 
-PHASE_ORDER = ("forward", "backward", "optimizer", "other")
-"""The order `Prediction.gpu_ms_by_phase` lists the step's phases in (any other after them)."""
-
-
 def _by_phase(phases: pd.DataFrame) -> dict[str, float]:
-    """Milliseconds per phase in `PHASE_ORDER`; a trace without phases counts as `unknown`."""
+    """Milliseconds per phase, in the trace's `Phase` order (forward, backward, optimizer, other); a trace
+    without phases counts as `unknown`, after them."""
     ms = {str(phase) or "unknown": total_us / 1000.0 for phase, total_us in zip(phases["phase"], phases["total_us"])}
-    order = {phase: i for i, phase in enumerate(PHASE_ORDER)}
+    order = {phase.value: i for i, phase in enumerate(Phase)}
     return dict(sorted(ms.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from maya.simulator.result import SimulationResult
+from maya.trace import Phase
 
 HOST_TID = 1_000_000
 """Thread id of the host thread: positive (some importers reject negative ids) and above any stream id."""
@@ -152,7 +153,8 @@ def module_runs(modules: np.ndarray, phases: np.ndarray, begin: np.ndarray, fini
             if not path:
                 continue
             phase = str(phases[row])
-            runs.append((path + (" backward" if phase == "backward" else ""), path, phase, float(ts[i]), float(te[i])))
+            runs.append((path + (" backward" if phase == Phase.BACKWARD.value else ""), path, phase, float(ts[i]),
+                         float(te[i])))
     return runs
 
 
