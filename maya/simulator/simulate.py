@@ -189,13 +189,18 @@ def _top(
         table = rows.group_by(keys).aggregate([("total_us", "sum"), ("count", "sum")]).to_pandas()
         table = table.rename(columns={"total_us_sum": "total_us", "count_sum": "count"})
         table["share"] = table["total_us"] / grand_total_us
-        # Ties (identical blocks) by name: their sums differ only in the last bits, in an order that
-        # Arrow's threaded grouping does not fix, so the ranking rounds to the nanosecond first.
-        table["_rank"] = table["total_us"].round(3)
-        table = table.sort_values(["_rank", *keys], ascending=[False] + [True] * len(keys), ignore_index=True)
-        return table[[*keys, "total_us", "count", "share"]]
+        return _largest_first(table, keys)[[*keys, "total_us", "count", "share"]]
 
     return aggregate(["op", "kind"]), _by_layer(aggregate(["module"])), aggregate(["phase"])
+
+
+def _largest_first(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """`table` by total_us, largest first, ties by `keys`. Identical blocks' sums differ only in the last
+    bits, in an order that Arrow's threaded grouping does not fix, so the ranking rounds to the
+    nanosecond first."""
+    return (table.assign(_rank=table["total_us"].round(3))
+            .sort_values(["_rank", *keys], ascending=[False] + [True] * len(keys), ignore_index=True)
+            .drop(columns="_rank"))  # fmt: skip
 
 
 _LAYER_INDEX = re.compile(r"(?<![^.])\d+(?![^.])")
@@ -217,6 +222,4 @@ def _by_layer(modules: pd.DataFrame) -> pd.DataFrame:
              .agg(instances=("module", "size"), total_us=("total_us", "sum"), count=("count", "sum"),
                   share=("share", "sum"))
              .reset_index())  # fmt: skip
-    table["_rank"] = table["total_us"].round(3)
-    table = table.sort_values(["_rank", "module"], ascending=[False, True], ignore_index=True)
-    return table[["module", "instances", "total_us", "count", "share"]]
+    return _largest_first(table, ["module"])[["module", "instances", "total_us", "count", "share"]]
