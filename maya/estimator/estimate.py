@@ -305,10 +305,9 @@ _collected_unmodelled: list[pd.Series] | None = None
 
 
 @contextlib.contextmanager
-def one_unmodelled_warning(what: str = "representative ranks"):
+def one_unmodelled_warning():
     """Within it, the estimates' warnings about ops no model covers become one, at the end, counting
-    the ops of all of them (`what` names the estimates when there were several: one per rank of a job
-    would repeat the same line)."""
+    the ops of all of them: the representative ranks of one job would each repeat the same line."""
     global _collected_unmodelled
     outer, _collected_unmodelled = _collected_unmodelled, []
     try:
@@ -316,8 +315,9 @@ def one_unmodelled_warning(what: str = "representative ranks"):
     finally:
         collected, _collected_unmodelled = _collected_unmodelled, outer
         if collected:
-            _warn_unmodelled(pd.concat(collected).index.to_numpy(), pd.concat(collected).to_numpy(),
-                             over=f" over {len(collected)} {what}" if len(collected) > 1 else "")
+            every = pd.concat(collected)
+            _warn_unmodelled(every.index.to_numpy(), every.to_numpy(),
+                             over=f" over {len(collected)} representative ranks" if len(collected) > 1 else "")
 
 
 def _warn_unmodelled(ops: np.ndarray, counts: np.ndarray, over: str = "") -> None:
