@@ -4,6 +4,10 @@
   `EmulatedProcessGroup` with this rank's RANK and WORLD_SIZE; no rendezvous happens (an in-process
   store replaces TCP), so `init_method` and `MASTER_ADDR` are accepted and ignored.
 - `new_group(backend=...)` and `split_group` create emulated groups; `get_backend` answers "nccl".
+  A `new_group(backend="fake")` (DeviceMesh's `backend_override` for mesh dimensions a job leaves
+  unused: torchtitan's degree-1 dimensions) is an emulated group that communicates nothing, as torch's
+  FakeProcessGroup does on GPUs; `get_backend` answers "fake". A default group of backend "fake" (a
+  dry run that never communicates) is refused.
 - Object collectives (`all_gather_object`, `broadcast_object_list`, ...) return what a symmetric
   program would see: every rank's object equals this rank's (pickled and unpickled, as NCCL would
   carry it), and a broadcast list keeps this rank's values. Their NCCL calls and the host sync are
@@ -42,6 +46,12 @@ def install_distributed(patcher: Patcher) -> None:
     def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
                            group_name="", pg_options=None, device_id=None, **kwargs):
         config = st.active().config
+        if backend is not None and str(backend).lower() == "fake":
+            raise ValueError(
+                "init_process_group(backend='fake'): a fake default group communicates nothing (a dry run, "
+                "such as torchtitan's --comm.mode fake_backend); Maya emulates NCCL, so launch the script as "
+                "it runs on GPUs (backend nccl) and Maya's emulated NCCL records its collectives"
+            )
         _check_backend(backend)
         if world_size not in (-1, config.world_size) or rank not in (-1, config.rank):
             raise ValueError(
@@ -57,9 +67,12 @@ def install_distributed(patcher: Patcher) -> None:
     def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
                   group_desc=None, device_id=None):
         _check_backend(backend)
-        return original_new_group(
+        group = original_new_group(
             ranks=ranks, timeout=timeout, use_local_synchronization=use_local_synchronization, group_desc=group_desc,
         )
+        if isinstance(group, EmulatedProcessGroup) and str(backend).lower() == "fake":
+            group.fake = True
+        return group
 
     def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None, group_desc=None, backend=None):
         """Every split becomes a `new_group` of its global ranks; returns the one holding this rank."""
@@ -75,6 +88,8 @@ def install_distributed(patcher: Patcher) -> None:
     original_get_backend = c10d.get_backend
 
     def get_backend(group=None):
+        if isinstance(group, EmulatedProcessGroup) and group.fake:
+            return "fake"
         name = original_get_backend(group)
         return "nccl" if str(name) == BACKEND_NAME else name
 
@@ -222,7 +237,7 @@ def _check_backend(backend: object) -> None:
         return
     text = str(backend).lower()
     names = {part.split(":")[-1] for part in text.split(",")}
-    unknown = names - {"nccl", "gloo", BACKEND_NAME, "cuda:nccl", "cpu:gloo"}
+    unknown = names - {"nccl", "gloo", "fake", BACKEND_NAME, "cuda:nccl", "cpu:gloo"}
     if unknown:
         raise ValueError(
             f"backend {backend!r}: Maya emulates NCCL (and accepts gloo for CPU tensors); "

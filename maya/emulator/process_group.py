@@ -8,7 +8,9 @@ it through PyTorch's Python process-group trampoline (torch/csrc/distributed/c10
 
 Groups: `new_group` is delegated here by c10d on every rank, member or not, so each rank records
 the whole table of groups the script creates (`EmulationState.groups`); Maya's rank deduplication
-reads it.
+reads it. A subgroup created with backend "fake" (DeviceMesh's `backend_override` for the mesh
+dimensions a job does not use, as torchtitan does) is a `fake` group: like torch's FakeProcessGroup it
+communicates nothing, so its calls complete at once and are not recorded.
 """
 
 from __future__ import annotations
@@ -85,11 +87,13 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         self.global_ranks = ranks
         self._group_name = group_name
         self._group_desc = ""
+        self.fake = False
+        """True for a group created with backend "fake": its calls communicate nothing and cost nothing."""
 
     # -- identity ----------------------------------------------------------------------------------
 
     def getBackendName(self) -> str:
-        return "nccl"
+        return "fake" if self.fake else "nccl"
 
     @property
     def _device_types(self) -> list[torch.device]:
@@ -134,6 +138,8 @@ class EmulatedProcessGroup(dist.ProcessGroup):
     def _issue(self, op: str, *, message_bytes: int, inputs=(), outputs=(), reduce_op=None, peer=None, root=None,
                async_op: bool = True, result=None) -> EmulatedWork:
         runtime = self._runtime
+        if self.fake:
+            return EmulatedWork(runtime, -1, list(result if result is not None else outputs))
         call = CommCall(
             op=op, group_name=self._group_name, group_ranks=self.global_ranks, message_bytes=message_bytes,
             inputs=tuple(inputs), outputs=tuple(outputs), reduce_op=reduce_op, peer=peer, root=root,
@@ -229,7 +235,8 @@ class EmulatedProcessGroup(dist.ProcessGroup):
 
     def barrier(self, opts=None):
         work = self._issue("barrier", message_bytes=BARRIER_BYTES, result=[], async_op=_async(opts))
-        self._runtime.barrier_sync()
+        if not self.fake:
+            self._runtime.barrier_sync()
         return work
 
     def monitored_barrier(self, opts=None):
