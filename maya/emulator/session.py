@@ -40,6 +40,7 @@ from maya.emulator.nccl import NcclRuntime
 from maya.emulator.out_of_memory import install_deferred_errors
 from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder, pause_during_sharding_propagation
+from maya.emulator.rng_ops import install_rng_ops
 from maya.emulator.rnn import install_rnn
 from maya.emulator.safetensors_files import install_safetensors
 from maya.emulator.sdpa import install_sdpa
@@ -97,6 +98,7 @@ class EmulationSession:
             install_checkpoints(patcher)
             install_safetensors(patcher)
             install_flex_attention(Recorder)
+            install_rng_ops(Recorder)
             _patch_movement(patcher)
             _patch_data_parallel(patcher)
             _patch_transformer_encoder(patcher)

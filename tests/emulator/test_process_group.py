@@ -259,3 +259,26 @@ def test_patches_for_a_module_apply_when_it_is_imported(tmp_path, monkeypatch):
 @pytest.mark.parametrize("rank", [0, 1])
 def test_collectives_keep_the_values_ranks_agree_on_and_the_roots_own(rank):
     _emulate("collective_values.py", [], rank=rank, world_size=2)  # the script asserts what each rank reads
+
+
+def test_fake_backend_subgroups_communicate_nothing_and_dtensor_random_init_runs(emulate_rank_isolated):
+    # torchtitan gives its device mesh's unused dimensions backend "fake" (new_group had refused any
+    # backend but NCCL and gloo), and torch 2.13's DTensor runs a random op through the higher-order
+    # operator run_dtensor_rng_op, which the recorder had no rule for. The script asserts that
+    # get_backend names each group's backend.
+    result = emulate_rank_isolated(SCRIPTS / "fake_subgroups.py", [], rank=0, world_size=2)
+    assert result.exit_code == 0, result.error
+    rows = result.table.to_pylist()
+    calls = [(r["op"], r["group_seq"]) for r in rows if r["kind"] == "collective"]
+    # distribute_tensor's scatter, then per step full_tensor's all-gather and the dp all-reduce; none
+    # of the fake groups' all-reduces and barriers.
+    assert calls == [("nccl:scatter", 0), ("nccl:all_gather", 1), ("nccl:all_reduce", 2),
+                     ("nccl:all_gather", 3), ("nccl:all_reduce", 4)]
+    assert sum(r["op"] == "aten::normal_" for r in rows) == 1
+
+
+def test_a_fake_default_group_is_refused(tmp_path):
+    script = tmp_path / "fake_world.py"
+    script.write_text("import torch.distributed as dist\ndist.init_process_group('fake')\n")
+    result = emulate_rank(str(script), [], "h200", 0, 2, 2)
+    assert result.exit_code != 0 and "init_process_group(backend='fake')" in result.error
