@@ -41,7 +41,12 @@ inside itself, below the dispatcher (an operand copy, `maya.emulator.operand_cop
 host time is one aten op's launch from C++, not a Python-level op's, so the host model charges it
 `aten_op_us` whatever its phase (`maya.estimator.host_cost`). Signature keys leave it out."""
 
-RUN_MARKS = (DATA_DEPENDENT_SHAPE, NEW_SHAPE, INTERNAL_LAUNCH)
+GRAPH_REPLAY = "graph_replay"
+"""Top-level `attrs` key, present (true) on a row that a CUDA graph's `replay()` issued
+(`maya.emulator.cuda_graphs`): the GPU runs it as it would eagerly, but the host launched the whole
+graph at once, so the host model charges the row nothing. Signature keys leave it out."""
+
+RUN_MARKS = (DATA_DEPENDENT_SHAPE, NEW_SHAPE, INTERNAL_LAUNCH, GRAPH_REPLAY)
 """Top-level `attrs` keys that say how an op is issued (how often its shape recurs, whether another op
 launched it), not what the op computes or how its kernel is chosen: signature keys leave them out
 (`maya.estimator.signature.canonical_attrs`)."""

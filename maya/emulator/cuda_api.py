@@ -1,7 +1,7 @@
 """The emulated `torch.cuda` (and `torch.accelerator`) API: answers as the target GPU would.
 
 `install_cuda_api(patcher)` replaces the module attributes for the length of an emulation.
-Calls Maya cannot emulate (CUDA graphs, jiterator, raw allocator access, IPC) raise
+Calls Maya cannot emulate (jiterator, raw allocator access, private memory pools, IPC) raise
 `UnsupportedCudaCall`, naming the call.
 """
 
@@ -30,7 +30,7 @@ nccl_h200x2_dense.json). A CPU build of torch has none, and torch.distributed's 
 when the process group uses NCCL (torch.distributed.checkpoint's save failed there)."""
 
 UNSUPPORTED = (
-    "CUDAGraph", "graph", "make_graphed_callables", "caching_allocator_alloc",
+    "caching_allocator_alloc",
     "caching_allocator_delete", "cudart", "ipc_collect", "get_stream_from_external", "ExternalStream",
     "MemPool", "use_mem_pool",
 )
@@ -190,7 +190,7 @@ def _unsupported(name: str) -> type:
 
     def fail(cls, *args: object, **kwargs: object):
         raise UnsupportedCudaCall(
-            f"torch.cuda.{name} cannot be emulated by Maya (no CUDA graphs, private memory pools, raw "
+            f"torch.cuda.{name} cannot be emulated by Maya (no private memory pools, raw "
             "allocator access or IPC on the emulated GPU); run this part of the script only when torch.cuda is real"
         )
 
@@ -268,7 +268,6 @@ def install_cuda_api(patcher: Patcher) -> None:
         "set_per_process_memory_fraction": _set_memory_fraction,
         "list_gpu_processes": lambda device=None: "GPU:0\nno processes are running (emulated)",
         "utilization": lambda device=None: 0,
-        "is_current_stream_capturing": lambda: False,  # no CUDA graphs under emulation (SyncBatchNorm asks)
     }
     for name, value in simple.items():
         patcher.set(cuda, name, value)
@@ -276,7 +275,6 @@ def install_cuda_api(patcher: Patcher) -> None:
             patcher.set(cuda.memory, name, value)
         if hasattr(cuda.random, name):
             patcher.set(cuda.random, name, value)
-    patcher.set(cuda.graphs, "is_current_stream_capturing", simple["is_current_stream_capturing"])
     patcher.set(cuda.streams, "Stream", EmulatedStream)
     patcher.set(cuda.streams, "Event", EmulatedEvent)
     for name in UNSUPPORTED:

@@ -115,15 +115,7 @@ class NcclRuntime:
         state.add_row(EventKind.EVENT_RECORD, "nccl:ready", phase=phase, module=module, stream=current, event_id=ready)
         state.add_row(EventKind.STREAM_WAIT, "nccl:ready", phase=phase, module=module, stream=stream, event_id=ready)
         for call in calls:
-            # Collectives are numbered per group; point-to-point messages per (group, sender, receiver).
-            if call.peer is None:
-                seq_key: tuple = (call.group_name,)
-            elif call.op == "send":
-                seq_key = (call.group_name, state.config.rank, call.peer)
-            else:
-                seq_key = (call.group_name, call.peer, state.config.rank)
-            seq = self.group_seq.get(seq_key, 0)
-            self.group_seq[seq_key] = seq + 1
+            seq = self.next_seq(call.op, call.group_name, call.peer)
             state.add_row(
                 EventKind.COLLECTIVE,
                 f"nccl:{call.op}",
@@ -146,6 +138,21 @@ class NcclRuntime:
                 if key is not None:
                     self.pending[key] = done
         return done
+
+    def next_seq(self, op: str, group_name: str, peer: int | None) -> int:
+        """The sequence number of the next call `op` on `group_name` (to `peer`, for send and recv).
+
+        Collectives are numbered per group; point-to-point messages per (group, sender, receiver)."""
+        me = self.state.config.rank
+        if peer is None:
+            key: tuple = (group_name,)
+        elif op == "send":
+            key = (group_name, me, peer)
+        else:
+            key = (group_name, peer, me)
+        seq = self.group_seq.get(key, 0)
+        self.group_seq[key] = seq + 1
+        return seq
 
     def _stream(self, call: CommCall) -> int:
         if call.peer is None:

@@ -27,6 +27,7 @@ from maya.emulator.compat import install_compat
 from maya.emulator.conv_layout import install_conv_layout
 from maya.emulator.ctc_loss import install_ctc_loss
 from maya.emulator.cuda_api import UnsupportedCudaCall, install_cuda_api
+from maya.emulator.cuda_graphs import install_cuda_graphs
 from maya.emulator.data_constructors import install_data_constructors
 from maya.emulator.deepspeed_compat import install_deepspeed
 from maya.emulator.distributed import install_distributed
@@ -86,6 +87,7 @@ class EmulationSession:
             remember_global_flags(patcher)
             patch_fake_tensor(patcher)
             install_cuda_api(patcher)
+            install_cuda_graphs(patcher)
             autocast = install_autocast(patcher)
             install_sdpa(patcher, self.config.gpu.compute_capability, autocast)
             install_rnn(patcher, autocast)

@@ -94,6 +94,8 @@ class EmulationState:
     elapsed_time_ms: object = None
     """Callable(rows, first_row, last_row, stream) -> predicted ms between two event records, set by
     the caller (maya.event_timing); None: `Event.elapsed_time` answers 0.0."""
+    capture: object = None
+    """The `maya.emulator.cuda_graphs.EmulatedCUDAGraph` whose capture is underway, or None."""
     groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     """Every process group the script created, member or not: (group name, global ranks)."""
     """aten ops that reached the recorder (views and CPU ops included): the emulation-speed unit."""
@@ -134,6 +136,10 @@ class EmulationState:
         allow_tf32: bool | None = None,
     ) -> None:
         """Append one trace row; `inputs`/`outputs` are tuples of (shape, dtype, stride)."""
+        if self.capture is not None and kind is EventKind.SYNC:
+            from maya.emulator.cuda_graphs import check_not_capturing
+
+            check_not_capturing(op)
         s = self.allocator.stats
         self.rows.append(
             (

@@ -119,10 +119,13 @@ HOST_EVENT_COST = {
     "dtensor:op": ("dtensor_op_us", "dtensor_list_entry_us"),
     "fsdp:unit": ("fsdp_unit_us", "fsdp_unit_per_param_us"),
     "ddp:step": ("ddp_step_us", "ddp_param_us"),
+    "cuda:graph_replay": ("aten_op_us", None),
 }
 """Host event op -> (fixed, per-op) host_overhead.json figures it is charged; the per-op figure is
 multiplied by the event's `ops` attribute (checkpoint: the GPU ops its region ran, recomputed in
 backward; DTensor: the DTensors of a foreach list beyond the first; FSDP2 and DDP: the parameters).
+A CUDA graph's replay is charged one kernel launch whatever the graph holds (`cudaGraphLaunch` has not
+been measured on the GPU machines).
 The FSDP2 unit's figures cover its forward and backward hooks together, charged at its forward. A
 checkpoint region's figures are split by `checkpoint_figures`."""
 
@@ -215,7 +218,10 @@ def host_costs_us(
                               zip(df["attrs"].to_numpy()[foreach], df["input_shapes"].to_numpy()[foreach])]
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
-    return host
+    from maya.emulator.attrs import GRAPH_REPLAY
+
+    # A CUDA graph's rows were launched by its replay's one host row.
+    return np.where(marked_rows(df, GRAPH_REPLAY), 0.0, host)
 
 
 def marked_rows(df: pd.DataFrame, mark: str) -> np.ndarray:
@@ -292,4 +298,6 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
         base = df["op"].iat[i].split(".", 1)[0]
         if RNN_CELL_LAUNCH.get(base) in costs:
             out[i] = costs[RNN_CELL_LAUNCH[base]] * rnn_cells(base, df["attrs"].iat[i], df["input_shapes"].iat[i])
-    return out
+    from maya.emulator.attrs import GRAPH_REPLAY
+
+    return np.where(marked_rows(df, GRAPH_REPLAY), 0.0, out)

@@ -1,5 +1,5 @@
-"""Uses CUDA graphs, which Maya cannot emulate."""
+"""Reads the caching allocator's raw memory, which Maya cannot emulate."""
 
 import torch
 
-g = torch.cuda.CUDAGraph()
+ptr = torch.cuda.caching_allocator_alloc(1024)
