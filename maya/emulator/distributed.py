@@ -105,7 +105,10 @@ def install_distributed(patcher: Patcher) -> None:
         "scatter_object_list": scatter_object_list,
         "send_object_list": send_object_list,
         "recv_object_list": recv_object_list,
+        "_set_pg_timeout": set_timeout,
     }
+    if hasattr(c10d, "set_timeout"):  # torch 2.14's public name
+        replacements["set_timeout"] = set_timeout
     import torch.distributed.device_mesh as device_mesh
 
     for name, fn in replacements.items():
@@ -243,6 +246,16 @@ def _check_backend(backend: object) -> None:
             f"backend {backend!r}: Maya emulates NCCL (and accepts gloo for CPU tensors); "
             f"{sorted(unknown)} cannot be emulated"
         )
+
+
+def set_timeout(timeout, group=None) -> None:
+    """`torch.distributed._set_pg_timeout` (torchtitan shortens its groups' timeouts after the first
+    step): checked as torch checks it, then nothing, as no emulated call waits for another rank. torch's
+    own asks the group for its C++ NCCL backend, which an emulated group does not have ("No backend
+    type associated with device type cuda")."""
+    group = c10d._get_default_group() if group is None else group
+    if group == dist.GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("Invalid process group specified")
 
 
 def _destroy_groups() -> None:

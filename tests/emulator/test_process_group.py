@@ -265,7 +265,8 @@ def test_fake_backend_subgroups_communicate_nothing_and_dtensor_random_init_runs
     # torchtitan gives its device mesh's unused dimensions backend "fake" (new_group had refused any
     # backend but NCCL and gloo), and torch 2.13's DTensor runs a random op through the higher-order
     # operator run_dtensor_rng_op, which the recorder had no rule for. The script asserts that
-    # get_backend names each group's backend.
+    # get_backend names each group's backend, and sets the groups' timeouts (torch's _set_pg_timeout
+    # had failed: an emulated group has no C++ NCCL backend).
     result = emulate_rank_isolated(SCRIPTS / "fake_subgroups.py", [], rank=0, world_size=2)
     assert result.exit_code == 0, result.error
     rows = result.table.to_pylist()

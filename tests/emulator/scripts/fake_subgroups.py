@@ -1,6 +1,9 @@
 """torchtitan's device mesh: dimensions the job leaves unused get backend "fake" (DeviceMesh's
 `backend_override`), which communicate nothing; a DTensor parameter is initialized with a random op
-(from torch 2.13 through the higher-order operator `run_dtensor_rng_op`), then a sharded step runs."""
+(from torch 2.13 through the higher-order operator `run_dtensor_rng_op`), then a sharded step runs;
+last, every group's timeout is set, as torchtitan does after its first step."""
+
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -24,4 +27,7 @@ for _ in range(2):
     y = x @ weight.full_tensor().t()
     dist.all_reduce(y, group=mesh["dp"].get_group())
     dist.barrier(group=unused)
+# torchtitan shortens every group's timeout after its first step.
+for group in (None, mesh["dp"].get_group(), unused):
+    dist.distributed_c10d._set_pg_timeout(timedelta(seconds=100), group)
 dist.destroy_process_group()
