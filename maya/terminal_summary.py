@@ -28,10 +28,12 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
     lines = [_headline(summary, d, gpu.name)]
     lines += _timing(summary, d)
     lines += _memory(summary, d, gpu.key)
-    lines += _breakdown(d, summary.world_size)
+    steps = _counted_iterations(summary, d)
+    lines += _breakdown(d, summary.world_size, steps)
+    per_gpu_step = steps * summary.world_size  # the sums below are over every rank and counted iteration
     if phases := d.get("gpu_ms_by_phase"):
         total = sum(phases.values()) or 1.0
-        lines.append(_row("GPU by phase", ", ".join(f"{phase} {ms:,.2f} ms ({ms / total:.0%})"
+        lines.append(_row("GPU by phase", ", ".join(f"{phase} {ms / per_gpu_step:,.2f} ms ({ms / total:.0%})"
                                                      for phase, ms in phases.items())))
     for key, label in (("top_ops", "top ops"), ("top_modules", "top modules")):
         for i, row in enumerate((d.get(key) or [])[:top_n]):
@@ -42,13 +44,14 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
                 name += f" ({row['instances']} modules)"
             elif name == "<top>":
                 name += " (in no submodule: the loss, the optimizer, the model's own forward code)"
-            lines.append(_row(label if i == 0 else "", f"{row['share']:6.1%} {row['gpu_ms']:10.3f} ms  {name}"))
+            lines.append(_row(label if i == 0 else "",
+                              f"{row['share']:6.1%} {row['gpu_ms'] / per_gpu_step:10.3f} ms  {name}"))
     if d.get("top_ops"):
         if d.get("from_iteration", 0) >= 1:
-            lines.append(_row("", "(share of GPU time over all ranks in the iterations after the first, "
-                                  "which holds the set-up; estimates too)"))
+            lines.append(_row("", "(GPU time per GPU and iteration, the mean over all ranks and the iterations "
+                                  "after the first, which holds the set-up; estimates too)"))
         else:
-            lines.append(_row("", "(share of GPU time over all ranks and iterations)"))
+            lines.append(_row("", "(GPU time per GPU and iteration, the mean over all ranks and iterations)"))
     if sources := d.get("estimate_sources"):
         shown = [f"{source} {share:.0%}" for source, share in sources.items() if share > 0]
         lines.append(_row("estimates", ", ".join(shown) + " of predicted GPU time"))
@@ -60,6 +63,13 @@ def terminal_summary(summary: EmulationSummary, *, top_n: int = 5) -> str:
         lines.append(_row("timeline", f"{d['timeline']} (open it in {PERFETTO_URL})"))
     lines.append(_row("trace", summary.trace_dir))
     return "\n".join(lines)
+
+
+def _counted_iterations(summary: EmulationSummary, d: dict) -> int:
+    """How many iterations the breakdown, the top ops and modules and the phases sum over: the completed
+    ones from `from_iteration` on (at least 1)."""
+    first = d.get("from_iteration", 0)
+    return max(1, sum(1 for it in summary.iterations if it.index >= first and it.time_ms is not None))
 
 
 def _row(label: str, text: str) -> str:
@@ -126,19 +136,22 @@ def _memory(summary: EmulationSummary, d: dict, gpu_key: str) -> list[str]:
     return [_row("memory", text)]
 
 
-def _breakdown(d: dict, world_size: int) -> list[str]:
-    b = d.get("breakdown_ms")
-    if not b:
+def _breakdown(d: dict, world_size: int, steps: int) -> list[str]:
+    """The slowest rank's time buckets (and each representative rank's), per iteration: the JSON's sums
+    over the `steps` counted iterations, divided by them."""
+    if not d.get("breakdown_ms"):
         return []
-    ranks = d.get("rank_breakdowns_ms") or []
+    b = {key: ms / steps for key, ms in d["breakdown_ms"].items()}
+    ranks = [{**r, **{key: r[key] / steps for key in (*_BUCKETS, "total_ms")}}
+             for r in d.get("rank_breakdowns_ms") or []]
     slowest = d.get("slowest_rank")
     total = sum(b.values())
     if slowest is not None:
         who = f"rank {slowest} (slowest)"
     else:
         who = "rank 0" if world_size == 1 else "slowest rank"
-    span = "iterations after the first" if d.get("from_iteration", 0) >= 1 else "all iterations"
-    lines = [_row("breakdown", f"{who}, {span}: {total:,.2f} ms"), _row("", _buckets(b, total))]
+    span = "the iterations after the first" if d.get("from_iteration", 0) >= 1 else "all iterations"
+    lines = [_row("breakdown", f"{who}, per iteration (mean of {span}): {total:,.2f} ms"), _row("", _buckets(b, total))]
     if total and b.get("host_bound_ms", 0.0) / total >= HOST_BOUND_SHARE:
         spread = d.get("host_speed_range_ms")
         how = (f": {spread[0]:,.2f} ms on a fast host, {spread[1]:,.2f} ms on a slow one (the 10th and 90th percentiles "
@@ -154,9 +167,12 @@ def _breakdown(d: dict, world_size: int) -> list[str]:
     return lines
 
 
+_BUCKETS = {"compute_ms": "compute", "exposed_comm_ms": "exposed comm", "host_bound_ms": "host-bound",
+            "idle_ms": "idle/bubble"}
+
+
 def _buckets(b: dict, total_ms: float) -> str:
-    names = (("compute_ms", "compute"), ("exposed_comm_ms", "exposed comm"), ("host_bound_ms", "host-bound"),
-             ("idle_ms", "idle/bubble"))
+    names = _BUCKETS.items()
     return ", ".join(f"{label} {b[key]:,.2f} ms ({b[key] / total_ms if total_ms else 0.0:.0%})" for key, label in names)
 
 

@@ -76,21 +76,26 @@ def test_terminal_summary_one_page():
     assert "25.00 iterations/s, 1,600.0 samples/s, tokens/s n/a" in text
     assert "MFU            1.26% (4.00 TFLOP per iteration on 8 GPU(s) of 989.4 TFLOP/s dense bfloat16 peak)" in text
     assert "peak allocated 10.00 GiB, reserved 12.00 GiB of 139.80 GiB per GPU (h200): fits" in text
-    assert "rank 1 (slowest), all iterations: 100.00 ms" in text
-    assert ("compute 60.00 ms (60%), exposed comm 20.00 ms (20%), host-bound 10.00 ms (10%), "
-            "idle/bubble 10.00 ms (10%)") in text
-    assert "rank 0 (x4): 100.00 ms; compute 50.00 ms (50%)" in text
+    # The breakdown per iteration: the JSON's sums over the 3 iterations, divided by 3.
+    assert "rank 1 (slowest), per iteration (mean of all iterations): 33.33 ms" in text
+    assert ("compute 20.00 ms (60%), exposed comm 6.67 ms (20%), host-bound 3.33 ms (10%), "
+            "idle/bubble 3.33 ms (10%)") in text
+    assert "rank 0 (x4): 33.33 ms; compute 16.67 ms (50%)" in text
     assert " op0\n" in text and " op1 (memcpy)\n" in text
     assert "op4" in text and "op5" not in text  # top 5 of 10
     assert " layers.*.mlp (12 modules)\n" in text and " layers.0\n" in text
     assert " <top> (in no submodule: the loss, the optimizer, the model's own forward code)\n" in text
     assert "layers.2" in text and "layers.3" not in text
     assert "exact 75%, catboost 25% of predicted GPU time" in text
-    assert "GPU by phase   forward 20.00 ms (33%), backward 35.00 ms (58%), optimizer 5.00 ms (8%)\n" in text
+    # GPU times per GPU and iteration: the sums over 8 GPUs and 3 iterations, divided by 24.
+    assert "GPU by phase   forward 0.83 ms (33%), backward 1.46 ms (58%), optimizer 0.21 ms (8%)\n" in text
+    assert "top ops         10.0%      0.417 ms  op0\n" in text
+    assert "top modules      6.0%      0.250 ms  layers.*.mlp (12 modules)\n" in text
     assert "/runs/t/timeline.json (open it in https://ui.perfetto.dev)" in text
-    assert "(share of GPU time over all ranks and iterations)" in text
+    assert "(GPU time per GPU and iteration, the mean over all ranks and iterations)" in text
     steady = terminal_summary(_summary(extra=_extra(from_iteration=1)))
-    assert "rank 1 (slowest), iterations after the first: 100.00 ms" in steady
+    assert "rank 1 (slowest), per iteration (mean of the iterations after the first): 50.00 ms" in steady
+    assert "GPU by phase   forward 1.25 ms (33%)" in steady  # 20 ms over 8 GPUs and 2 iterations
     assert "host-bound: the host's CPU" not in text  # 10% host-bound
     host_bound = {"compute_ms": 60.0, "exposed_comm_ms": 0.0, "host_bound_ms": 30.0, "idle_ms": 10.0}
     assert "host-bound: the host's CPU sets part of this step; on real H200 machines" in terminal_summary(
@@ -98,8 +103,8 @@ def test_terminal_summary_one_page():
     assert ("host-bound: the host's CPU sets part of this step: 31.50 ms on a fast host, 48.75 ms on a slow one "
             "(the 10th and 90th percentiles of the H200 machines measured)") in terminal_summary(
         _summary(extra=_extra(breakdown_ms=host_bound, host_speed_range_ms=[31.5, 48.75])))
-    assert ("(share of GPU time over all ranks in the iterations after the first, which holds the set-up; "
-            "estimates too)") in steady
+    assert ("(GPU time per GPU and iteration, the mean over all ranks and the iterations after the first, which "
+            "holds the set-up; estimates too)") in steady
 
 
 def test_terminal_summary_out_of_memory_and_other_gpu():
@@ -107,7 +112,7 @@ def test_terminal_summary_out_of_memory_and_other_gpu():
     assert "step time      n/a (the script ran out of memory)" in oom
     assert "OUT OF MEMORY" in oom and "MFU" not in oom and "timeline" not in oom
     unnamed = terminal_summary(_summary(extra=_extra(slowest_rank=None, rank_breakdowns_ms=[])))
-    assert "breakdown      slowest rank, all iterations: 100.00 ms" in unnamed
+    assert "breakdown      slowest rank, per iteration (mean of all iterations): 33.33 ms" in unnamed
     a100 = terminal_summary(_summary(gpu="a100", iterations=[_iteration(0, 40.0, reserved=90 * GIB)],
                                      extra=_extra(emulated_gpu="h200")))
     assert "of 80.00 GiB per GPU (a100): does NOT fit in the a100's memory; figures from the emulated h200's allocator" in a100
