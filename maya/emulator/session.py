@@ -8,6 +8,7 @@ recorder. Leaving it undoes all of that, so a process can emulate several runs o
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import warnings
@@ -747,12 +748,59 @@ def _patch_profiler(patcher: Patcher) -> None:
 
 
 def _patch_compile(patcher: Patcher) -> None:
+    """`torch.compile` runs the code eagerly, counting the calls that are inside compiled code
+    (`EmulationState.compiled_calls`: FlexAttention there is the fused kernel Inductor makes of it)."""
+
     def compile(model=None, **kwargs):
+        if not _generates_kernels(kwargs.get("backend", "inductor")):
+            return (lambda m: m) if model is None else model
         warnings.warn("torch.compile runs eagerly under Maya emulation: its code is predicted as eager PyTorch's "
-                      "(Inductor's fused kernels and CUDA graphs are not modelled; compiled code usually runs "
-                      "faster)", stacklevel=2)
+                      "(Inductor's fused kernels and CUDA graphs are not modelled, but for FlexAttention's; "
+                      "compiled code usually runs faster)", stacklevel=2)
         if model is None:
-            return lambda m: m
-        return model
+            return _compiled_form
+        return _compiled_form(model)
 
     patcher.set(torch, "compile", compile)
+
+
+def _generates_kernels(backend) -> bool:
+    """Whether code compiled with `backend` runs kernels of its own: not with the eager backends, nor
+    inside a higher-order operator's own compile (eager FlexAttention compiles its dense form with the
+    eager backend)."""
+    from torch._higher_order_ops.utils import _hop_compile_tls
+
+    if getattr(_hop_compile_tls, "in_hop_compile", False):
+        return False
+    name = backend if isinstance(backend, str) else getattr(backend, "__name__", "")
+    return "eager" not in name
+
+
+def _compiled_form(model):
+    """What `torch.compile(model)` returns under emulation: a module, with hooks that count its forward
+    calls as compiled; a function, wrapped to count its calls."""
+    if isinstance(model, torch.nn.Module):
+        model.register_forward_pre_hook(_enter_compiled)
+        model.register_forward_hook(_leave_compiled, always_call=True)
+        return model
+    if not callable(model):
+        return model
+
+    @functools.wraps(model)
+    def compiled(*args, **kwargs):
+        state = st.active()
+        state.compiled_calls += 1
+        try:
+            return model(*args, **kwargs)
+        finally:
+            state.compiled_calls -= 1
+
+    return compiled
+
+
+def _enter_compiled(module, args) -> None:
+    st.active().compiled_calls += 1
+
+
+def _leave_compiled(module, args, output) -> None:
+    st.active().compiled_calls -= 1

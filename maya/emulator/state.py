@@ -95,6 +95,9 @@ class EmulationState:
     """Callable(rows, first_row, last_row, stream) -> predicted ms between two event records, set by
     the caller (maya.event_timing); None: `Event.elapsed_time` answers 0.0."""
     capture: object = None
+    compiled_calls: int = 0
+    """How deep the script is in calls of functions and modules that `torch.compile` wrapped (compiled
+    FlexAttention is one fused kernel: `maya.emulator.flex_attention`)."""
     """The `maya.emulator.cuda_graphs.EmulatedCUDAGraph` whose capture is underway, or None."""
     groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     """Every process group the script created, member or not: (group name, global ranks)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 
 import pytest
 import torch
@@ -73,3 +74,43 @@ def test_flex_attention_runs_its_eager_dense_form_forward_and_backward():
     assert [op for op, phase in kernels if phase != "backward"].count("aten::bmm") == 2
     assert ("aten::_safe_softmax", "other") in kernels
     assert [op for op, phase in kernels if phase == "backward"].count("aten::bmm") >= 4
+
+
+@pytest.mark.parametrize("dtype, kernel", [(torch.bfloat16, "flash"), (torch.float32, "efficient")])
+def test_compiled_flex_attention_is_one_fused_kernel_each_way(dtype, kernel):
+    # Under torch.compile the GPU runs FlexAttention as one Triton kernel forward and one backward,
+    # without the score matrix; the dense form had predicted a 4-batch, 4096-token layer at 26.9 GiB.
+    flex = pytest.importorskip("torch.nn.attention.flex_attention")
+    with emulated() as state:
+        q = torch.randn(2, 8, 512, 64, device="cuda", dtype=dtype, requires_grad=True)
+        kv = torch.randn(2, 2, 512, 64, device="cuda", dtype=dtype, requires_grad=True)  # grouped-query
+        causal = flex.create_block_mask(lambda b, h, m, n: m >= n, None, None, 512, 512, device="cuda")
+        compiled = torch.compile(flex.flex_attention)
+        first = len(state.rows)
+        before = state.allocator.stats.allocated_bytes
+        out = compiled(q, kv, kv, block_mask=causal, enable_gqa=True)
+        forward_bytes = state.allocator.stats.allocated_bytes - before
+        out.float().sum().backward()
+        compiled(q, kv, kv, enable_gqa=True)  # no block mask: every score counts
+        rows = state.rows[first:]
+    assert tuple(out.shape) == (2, 8, 512, 64) and tuple(kv.grad.shape) == (2, 2, 512, 64)
+    # The output and its log-sum-exp (and the max-scores buffer), never the 2 x 8 x 512 x 512 scores.
+    assert forward_bytes < 2 * 8 * 512 * 512 * 4
+    kernels = [(r[OP], json.loads(r[ROW_FIELDS.index("attrs")])) for r in rows if r[KIND] == "kernel"]
+    attention = [(op, attrs) for op, attrs in kernels if "attention" in op]
+    assert [op for op, _ in attention] == [f"aten::_scaled_dot_product_{kernel}_attention",
+                                           f"aten::_scaled_dot_product_{kernel}_attention_backward",
+                                           f"aten::_scaled_dot_product_{kernel}_attention"]
+    assert "aten::bmm" not in [op for op, _ in kernels]
+    causal_arg = {"flash": 4, "efficient": 6}[kernel]  # is_causal's position (a default False is left out)
+    assert [attrs["args"][causal_arg:causal_arg + 1] for _, attrs in attention[::2]] == [[True], []]
+
+
+def test_flex_attention_compiled_with_the_eager_backend_stays_dense():
+    flex = pytest.importorskip("torch.nn.attention.flex_attention")
+    with emulated() as state:
+        q = torch.randn(1, 2, 128, 32, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        first = len(state.rows)
+        torch.compile(flex.flex_attention, backend="eager")(q, q, q)
+        ops = [r[OP] for r in state.rows[first:] if r[KIND] == "kernel"]
+    assert ops.count("aten::bmm") == 2 and not any("attention" in op for op in ops)
