@@ -9,11 +9,8 @@ predicted milliseconds per step, the error, and the measured and predicted speed
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import pandas as pd
+import probe_check
 
 
 def joined(gpu: dict, maya: dict) -> pd.DataFrame:
@@ -32,8 +29,7 @@ def joined(gpu: dict, maya: dict) -> pd.DataFrame:
 
 
 def report(df: pd.DataFrame, env: dict) -> str:
-    lines = [f"Measured on {env.get('gpu_name')} (torch {env.get('torch_version')}, CUDA {env.get('cuda_version')}, "
-             f"{env.get('date')}).", "",
+    lines = [probe_check.measured_on(env), "",
              "| model | mode | measured ms | predicted ms | error | measured speed-up over eager | predicted speed-up |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for r in df.itertuples():
@@ -46,18 +42,5 @@ def report(df: pd.DataFrame, env: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("gpu", type=Path, help="the probe's output on the GPU")
-    p.add_argument("maya", type=Path, help="the probe's output under maya emulate")
-    p.add_argument("--out", type=Path, help="also write the table here (Markdown)")
-    args = p.parse_args()
-    gpu, maya = json.loads(args.gpu.read_text()), json.loads(args.maya.read_text())
-    text = report(joined(gpu, maya), gpu.get("env", {}))
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    probe_check.main(__doc__, joined, report)

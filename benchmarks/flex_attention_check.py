@@ -11,11 +11,8 @@ worst |error| per kind.
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import pandas as pd
+import probe_check
 
 
 def joined(gpu: dict, maya: dict) -> pd.DataFrame:
@@ -33,8 +30,8 @@ def joined(gpu: dict, maya: dict) -> pd.DataFrame:
 
 
 def report(df: pd.DataFrame, env: dict) -> str:
-    lines = [f"Measured on {env.get('gpu_name')} (torch {env.get('torch_version')}, CUDA {env.get('cuda_version')}, "
-             f"{env.get('date')}). Shapes: batch x query heads x key/value heads x tokens x head dim, bfloat16.", "",
+    lines = [probe_check.measured_on(env) + " Shapes: batch x query heads x key/value heads x tokens x head dim, "
+             "bfloat16.", "",
              "| shape | mask | kind | measured ms | predicted ms | error |", "|---|---|---|---:|---:|---:|"]
     for r in df.itertuples():
         lines.append(f"| {r.shape} | {r.mask} | {r.kind} | {r.measured_ms:.3f} | {r.predicted_ms:.3f} | {r.error:+.1%} |")
@@ -45,18 +42,5 @@ def report(df: pd.DataFrame, env: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("gpu", type=Path, help="the probe's output on the GPU")
-    p.add_argument("maya", type=Path, help="the probe's output under maya emulate")
-    p.add_argument("--out", type=Path, help="also write the table here (Markdown)")
-    args = p.parse_args()
-    gpu, maya = json.loads(args.gpu.read_text()), json.loads(args.maya.read_text())
-    text = report(joined(gpu, maya), gpu.get("env", {}))
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    probe_check.main(__doc__, joined, report)

@@ -12,11 +12,8 @@ time-weighted |error| per kind.
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import pandas as pd
+import probe_check
 
 
 def joined(gpu: dict, maya: dict) -> pd.DataFrame:
@@ -35,8 +32,7 @@ def joined(gpu: dict, maya: dict) -> pd.DataFrame:
 
 
 def report(df: pd.DataFrame, gpu_env: dict) -> str:
-    lines = [f"Measured on {gpu_env.get('gpu_name')} (torch {gpu_env.get('torch_version')}, CUDA "
-             f"{gpu_env.get('cuda_version')}, {gpu_env.get('date')}).", "",
+    lines = [probe_check.measured_on(gpu_env), "",
              "| M | N | K | kind | measured us | predicted us | error | measured speed-up over bfloat16 |",
              "|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in df.itertuples():
@@ -49,18 +45,5 @@ def report(df: pd.DataFrame, gpu_env: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("gpu", type=Path)
-    p.add_argument("maya", type=Path)
-    p.add_argument("--out", type=Path)
-    args = p.parse_args()
-    gpu, maya = json.loads(args.gpu.read_text()), json.loads(args.maya.read_text())
-    text = report(joined(gpu, maya), gpu.get("env", {}))
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    probe_check.main(__doc__, joined, report)
