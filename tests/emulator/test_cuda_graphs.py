@@ -127,3 +127,19 @@ def test_collectives_in_a_graph_replay_on_every_rank_and_simulate(scripts, tmp_p
         assert len(calls) == 2 + 2 * 3
         assert list(calls.group_seq) == list(range(8))
         assert calls["attrs"].fillna("").str.contains(GRAPH_REPLAY).sum() == 6
+
+
+def test_ddp_step_captured_whole_replays_its_gradient_all_reduces(scripts, tmp_path):
+    # The DDP reducer's bucket all-reduces, issued from C++ during the captured backward, replay
+    # with the graph.
+    s = maya.emulate(scripts / "cuda_graph_ddp.py", nproc_per_node=2, trace_dir=tmp_path / "t",
+                     in_process=True, dedup=False)
+    assert s.exit_code == 0, s.error
+    assert len(s.iterations) == 11 + 4
+    table = _trace(s)
+    calls = table[table.op == "nccl:all_reduce"]
+    replayed = calls[calls["attrs"].fillna("").str.contains(GRAPH_REPLAY)]
+    assert sorted(set(replayed.iteration)) == [11, 12, 13, 14]
+    assert (replayed.groupby("iteration").size() == calls[calls.iteration == 10].shape[0]).all()
+    eager_ms, replay_ms = s.iterations[10].time_ms, s.iterations[14].time_ms
+    assert 0 < replay_ms < eager_ms / 2, (replay_ms, eager_ms)
