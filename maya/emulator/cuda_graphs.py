@@ -48,6 +48,7 @@ _REPLAYED = frozenset({EventKind.KERNEL.value, EventKind.MEMCPY.value, EventKind
 """Row kinds a replay issues again: the GPU's work and its stream order, and a captured step's end.
 Host-only rows (`EventKind.HOST`: checkpoint regions, FSDP2 hooks, DTensor dispatch) ran once, at the
 capture."""
+_LAUNCHES = frozenset({EventKind.KERNEL.value, EventKind.MEMCPY.value, EventKind.COLLECTIVE.value})
 _pool_ids = itertools.count(1)
 
 
@@ -132,8 +133,8 @@ class EmulatedCUDAGraph:
         if state.capture is not None:
             raise GraphCaptureError("CUDA graph replay inside another graph's capture is not emulated")
         f = _FIELD
-        kernels = sum(row[f["kind"]] != EventKind.ITERATION_END.value for row in self._rows)
-        state.add_row(EventKind.HOST, "cuda:graph_replay", attrs={"ops": kernels})
+        launches = sum(row[f["kind"]] in _LAUNCHES for row in self._rows)
+        state.add_row(EventKind.HOST, "cuda:graph_replay", attrs={"ops": launches})
         events: dict[int, int] = {}
         ends = iter(self._ends)
         stats = state.allocator.stats
