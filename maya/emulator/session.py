@@ -762,6 +762,10 @@ def _patch_compile(patcher: Patcher) -> None:
         return _compiled_form(model)
 
     patcher.set(torch, "compile", compile)
+    # Nothing is compiled, so there is nothing to reset; torch's reset also clears Inductor's CUDA graph
+    # trees when CUDA is available, importing allocator symbols a CPU build of torch lacks.
+    patcher.set(torch._dynamo, "reset", lambda: None)
+    patcher.set(torch.compiler, "reset", lambda: None)
 
 
 def _generates_kernels(backend) -> bool:
