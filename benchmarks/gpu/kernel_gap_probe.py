@@ -5,7 +5,9 @@ long enough that the host finishes launching before the first one starts; CUDA e
 kernels give (duration + gap) per kernel. The same kernel's duration alone is then read from a
 separate torch.profiler run (CUPTI kernel records), and the gap is the difference. The same queued
 chain is also profiled, to see the gap as the profiler records it. This checks
-benchmarks/kernel_gap.py, which reads the gap from profiled training steps.
+benchmarks/kernel_gap.py, which reads the gap from profiled training steps. Last, the same N launches
+are captured in a CUDA graph and one replay is timed with CUDA events: the gap between a graph's
+kernels (`graph_gap_us`), which the graph's one launch queues at once.
 
     python benchmarks/gpu/kernel_gap_probe.py --out kernel_gap_h200.json
 """
@@ -60,6 +62,30 @@ def profiled_queued_gap_us(x: torch.Tensor, launches: int, trace_path: str) -> f
     return statistics.median(b["ts"] - (a["ts"] + a["dur"]) for a, b in zip(kernels, kernels[1:]))
 
 
+def graph_per_kernel_us(x: torch.Tensor, launches: int) -> float:
+    """(duration + gap) per kernel of `launches` `mul_` kernels replayed from one CUDA graph (median of 9)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        x.mul_(1.0001)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(launches):
+            x.mul_(1.0001)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(9):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / launches)
+    return statistics.median(times)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -72,8 +98,10 @@ def main() -> None:
         queued = statistics.median(queued_per_kernel_us(x, LAUNCHES) for _ in range(9))
         kernel = profiled_kernel_us(x, 500)
         under_profiler = profiled_queued_gap_us(x, LAUNCHES, args.out + ".trace.tmp.json")
+        graph = graph_per_kernel_us(x, LAUNCHES)
         rows.append({"elements": n, "queued_per_kernel_us": queued, "profiled_kernel_us": kernel,
-                     "gap_us": queued - kernel, "gap_under_profiler_us": under_profiler})
+                     "gap_us": queued - kernel, "gap_under_profiler_us": under_profiler,
+                     "graph_per_kernel_us": graph, "graph_gap_us": graph - kernel})
         print(json.dumps(rows[-1]), flush=True)
     result = {
         "command": "python benchmarks/gpu/kernel_gap_probe.py --out kernel_gap_h200.json",
@@ -81,6 +109,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "launches": LAUNCHES, "rows": rows,
         "median_gap_us": statistics.median(r["gap_us"] for r in rows),
         "median_gap_under_profiler_us": statistics.median(r["gap_under_profiler_us"] for r in rows),
+        "median_graph_gap_us": statistics.median(r["graph_gap_us"] for r in rows),
     }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
