@@ -114,3 +114,27 @@ def test_flex_attention_compiled_with_the_eager_backend_stays_dense():
         torch.compile(flex.flex_attention, backend="eager")(q, q, q)
         ops = [r[OP] for r in state.rows[first:] if r[KIND] == "kernel"]
     assert ops.count("aten::bmm") == 2 and not any("attention" in op for op in ops)
+
+
+def test_flex_attention_in_a_compiled_module_is_fused_and_in_an_eager_one_dense():
+    flex = pytest.importorskip("torch.nn.attention.flex_attention")
+
+    class Attention(torch.nn.Module):
+        def forward(self, q):
+            return flex.flex_attention(q, q, q)
+
+    with emulated() as state:
+        q = torch.randn(1, 2, 128, 32, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        runs = {}
+        for how in ("torch.compile", "Module.compile", "eager"):
+            module = Attention()
+            if how == "torch.compile":
+                module = torch.compile(module)
+            elif how == "Module.compile":
+                module.compile()
+            first = len(state.rows)
+            module(q).sum().backward()
+            runs[how] = [r[OP] for r in state.rows[first:] if r[KIND] == "kernel"]
+    for how in ("torch.compile", "Module.compile"):
+        assert "aten::_scaled_dot_product_flash_attention_backward" in runs[how] and "aten::bmm" not in runs[how]
+    assert "aten::bmm" in runs["eager"] and not any("flash" in op for op in runs["eager"])
