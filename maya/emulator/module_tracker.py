@@ -4,7 +4,10 @@ Forward: global module forward pre/post hooks keep a stack of qualified names; n
 `named_modules()` of the outermost module the first time it runs. Backward: autograd numbers each
 node it creates (its sequence number); the recorder maps the number of every forward op's node to
 the module path, and a backward op looks up the node that is running it
-(`torch._C._current_autograd_node()`).
+(`torch._C._current_autograd_node()`). A custom `torch.autograd.Function` runs its forward with grad
+off, so no op inside it creates the node: its node is mapped when `apply` returns
+(`install_function_nodes`), and its backward (FlexAttention's, a fused kernel's) counts in the module
+that called it.
 """
 
 from __future__ import annotations
@@ -65,3 +68,23 @@ class ModuleTracker:
             return Phase.FORWARD, self.stack[-1]
         # Outside any module: the loss computation is forward work; no_grad work is not.
         return (Phase.FORWARD if torch.is_grad_enabled() else Phase.OTHER), ""
+
+
+def install_function_nodes(patcher, tracker: ModuleTracker) -> None:
+    """Map the node of every custom `torch.autograd.Function` applied in a forward pass to the module
+    that applied it (the ops of its forward ran with grad off and created none)."""
+    function = torch.autograd.function.Function
+    original = function.__dict__["apply"].__func__
+
+    def apply(cls, *args, **kwargs):
+        out = original(cls, *args, **kwargs)
+        if torch._C._current_autograd_node() is None:  # a forward, not a recomputation in backward
+            module = tracker.stack[-1] if tracker.stack else ""
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                node = getattr(t, "grad_fn", None) if isinstance(t, torch.Tensor) else None
+                if node is not None:
+                    tracker.node_modules.setdefault(node._sequence_nr(), module)
+        return out
+
+    patcher.set(function, "apply", classmethod(apply))
+

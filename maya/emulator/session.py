@@ -37,7 +37,7 @@ from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_use
 from maya.emulator.flex_attention import install_flex_attention
 from maya.emulator.generators import install_generators
 from maya.emulator.group_norm import install_group_norm
-from maya.emulator.module_tracker import ModuleTracker
+from maya.emulator.module_tracker import ModuleTracker, install_function_nodes
 from maya.emulator.nccl import NcclRuntime
 from maya.emulator.out_of_memory import install_deferred_errors
 from maya.emulator.patcher import Patcher
@@ -123,6 +123,7 @@ class EmulationSession:
             install_deferred_errors(patcher, state)
             self._hooks = _install_optimizer_hooks(state, self._tracker)
             _patch_checkpoint(patcher, state, self._tracker)
+            install_function_nodes(patcher, self._tracker)
             self._tracker.install()
             self._fake = EmulatorFakeMode(allow_non_fake_inputs=True)
             self._fake.__enter__()

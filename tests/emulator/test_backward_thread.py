@@ -138,3 +138,37 @@ def test_flex_attention_in_a_compiled_module_is_fused_and_in_an_eager_one_dense(
     for how in ("torch.compile", "Module.compile"):
         assert "aten::_scaled_dot_product_flash_attention_backward" in runs[how] and "aten::bmm" not in runs[how]
     assert "aten::bmm" in runs["eager"] and not any("flash" in op for op in runs["eager"])
+
+
+def test_a_custom_autograd_functions_backward_counts_in_the_module_that_applied_it():
+    # Its forward runs with grad off, so no op in it created the node: its backward (FlexAttention's
+    # fused kernel, a hand-written fused op) had been counted in no module.
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    class Inner(torch.nn.Module):
+        def forward(self, x):
+            return Scale.apply(x)
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x):
+            return self.inner(x)
+
+    with emulated() as state:
+        x = torch.randn(64, device="cuda", requires_grad=True)
+        first = len(state.rows)
+        Outer()(x).sum().backward()
+        rows = state.rows[first:]
+    module = ROW_FIELDS.index("module")
+    assert [(r[OP], r[PHASE], r[module]) for r in rows if r[KIND] == "kernel" and r[OP] == "aten::mul.Tensor"] == [
+        ("aten::mul.Tensor", "forward", "inner"), ("aten::mul.Tensor", "backward", "inner")]
