@@ -38,7 +38,9 @@ key is the storage and the view, not the object."""
 
 
 def install_flex_attention(mode_type: type) -> None:
-    """Give `mode_type` (the recorder) rules for FlexAttention's forward and backward operators, once."""
+    """Give `mode_type` (the recorder) rules for FlexAttention's forward and backward operators, once;
+    forget an earlier emulation's fused forwards (their storages' addresses may come again)."""
+    _FUSED.clear()
     try:  # the module: the package exports the operator under the same name
         hop = importlib.import_module("torch._higher_order_ops.flex_attention")
     except ImportError:  # a torch without FlexAttention
