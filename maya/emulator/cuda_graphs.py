@@ -99,7 +99,7 @@ class EmulatedCUDAGraph:
         state.capture = None
         start = self._start
         kind = _FIELD["kind"]
-        self._rows = [row for row in state.rows[start.rows:] if row[kind] in _REPLAYED]
+        self._rows = [_marked(row) for row in state.rows[start.rows:] if row[kind] in _REPLAYED]
         del state.rows[start.rows:]
         state.nccl.group_seq = start.group_seq  # the captured NCCL calls are numbered at each replay
         # Storages a captured NCCL call writes and nothing in the graph waited for: after each replay
@@ -155,9 +155,6 @@ class EmulatedCUDAGraph:
                 state.next_event_id += 1
             elif event in events:
                 new[f["event_id"]] = events[event]
-            attrs = json.loads(row[f["attrs"]]) if row[f["attrs"]] else {}
-            attrs[GRAPH_REPLAY] = True
-            new[f["attrs"]] = json.dumps(attrs)
             collective = row[f["collective"]]
             if collective is not None:
                 group, ranks, _, message, reduce_op, peer, async_op = collective
@@ -183,6 +180,14 @@ class EmulatedCUDAGraph:
         raise GraphCaptureError("CUDAGraph.raw_cuda_graph cannot be emulated: no cudaGraph_t exists on the emulated GPU")
 
     raw_cuda_graph_exec = raw_cuda_graph
+
+
+def _marked(row: tuple) -> tuple:
+    """`row` with `GRAPH_REPLAY` in its attrs, as every replay issues it (marked once, at the capture)."""
+    at = _FIELD["attrs"]
+    attrs = json.loads(row[at]) if row[at] else {}
+    attrs[GRAPH_REPLAY] = True
+    return (*row[:at], json.dumps(attrs), *row[at + 1:])
 
 
 def graph_pool_handle() -> tuple[int, int]:
