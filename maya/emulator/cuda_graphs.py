@@ -202,9 +202,7 @@ def is_current_stream_capturing() -> bool:
 
 def check_not_capturing(what: str) -> None:
     """Fail as CUDA does when the host synchronizes with a capturing stream."""
-    state = st.active()
-    if state.capture is not None:
-        state.capture = None  # the capture is invalidated, as CUDA's is
+    if st.active().capture is not None:  # the capture stays open: torch.cuda.graph's exit ends it
         raise GraphCaptureError(
             f"CUDA error: operation not permitted when stream is capturing ({what} inside a CUDA graph capture: "
             "a captured region must not synchronize the host with the GPU)"
