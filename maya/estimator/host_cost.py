@@ -293,11 +293,12 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
     out = np.zeros(len(df))
     if not len(df) or not any(key in costs for key in RNN_CELL_LAUNCH.values()):
         return out
-    rnn = df["op"].str.startswith("aten::_cudnn_rnn").to_numpy(dtype=bool) & (df["kind"].to_numpy() == "kernel")
-    for i in np.flatnonzero(rnn):
-        base = df["op"].iat[i].split(".", 1)[0]
-        if RNN_CELL_LAUNCH.get(base) in costs:
-            out[i] = costs[RNN_CELL_LAUNCH[base]] * rnn_cells(base, df["attrs"].iat[i], df["input_shapes"].iat[i])
     from maya.emulator.attrs import GRAPH_REPLAY
 
-    return np.where(marked_rows(df, GRAPH_REPLAY), 0.0, out)
+    replayed = f'"{GRAPH_REPLAY}"'  # a CUDA graph's replay launched the row, not the host
+    rnn = df["op"].str.startswith("aten::_cudnn_rnn").to_numpy(dtype=bool) & (df["kind"].to_numpy() == "kernel")
+    for i in np.flatnonzero(rnn):
+        base, attrs = df["op"].iat[i].split(".", 1)[0], df["attrs"].iat[i]
+        if RNN_CELL_LAUNCH.get(base) in costs and not (isinstance(attrs, str) and replayed in attrs):
+            out[i] = costs[RNN_CELL_LAUNCH[base]] * rnn_cells(base, attrs, df["input_shapes"].iat[i])
+    return out
