@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Third-party training scripts run unchanged under `maya emulate` (docs/emulation.md, "Beyond the
+# tests"): the commands behind the figures given there, from the repository root:
+#
+#   bash benchmarks/third_party/run.sh nanogpt          # karpathy/nanoGPT 3adf61e, 1 and 8 GPUs
+#   bash benchmarks/third_party/run.sh torchtitan       # torchtitan 0.2.2 (PyPI): debug model on 1 and 8 GPUs, Llama 3 8B on 16 x 8
+#   bash benchmarks/third_party/run.sh torchtitan-main  # torchtitan main b5bcd76: its first step (it needs a torch newer than 2.13 after it)
+#
+# Each needs the network (git clone, pip) and makes its own virtual environment under $WORK (default
+# /tmp/maya-third-party) with torch 2.13.0 (CPU), this checkout of Maya and the project's own
+# requirements, so the project's .venv is left alone. The data files these scripts read are stand-ins
+# made by stand_in_data.py (seeded): the predictions depend on their shapes, not their contents.
+set -euo pipefail
+MAYA=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${WORK:-/tmp/maya-third-party}
+mkdir -p "$WORK"
+
+venv() {  # venv NAME PIP-ARGS...: a virtual environment with torch 2.13.0, Maya and PIP-ARGS
+  local dir="$WORK/venv-$1"; shift
+  if [ ! -e "$dir/.complete" ]; then  # made again if an earlier run stopped half-way
+    rm -rf "$dir"
+    {
+      python3 -m venv "$dir"
+      "$dir/bin/pip" install -q torch==2.13.0
+      "$dir/bin/pip" install -q -e "$MAYA"
+      [ $# -eq 0 ] || "$dir/bin/pip" install -q "$@"
+    } >&2  # the caller reads the directory from stdout
+    touch "$dir/.complete"
+  fi
+  echo "$dir"
+}
+
+checkout() {  # checkout URL COMMIT DIR
+  [ -d "$3/.git" ] || git clone -q "$1" "$3"
+  git -C "$3" checkout -q "$2"
+}
+
+case "${1:-}" in
+  nanogpt)
+    env=$(venv nanogpt numpy)
+    checkout https://github.com/karpathy/nanoGPT 3adf61e "$WORK/nanoGPT"
+    "$env/bin/python" "$MAYA/benchmarks/third_party/stand_in_data.py" nanogpt "$WORK/nanoGPT/data/openwebtext"
+    cd "$WORK/nanoGPT"
+    time "$env/bin/maya" emulate train.py --max_iters=6 --eval_interval=1000 --eval_iters=2 --log_interval=1 \
+      --batch_size=12 --gradient_accumulation_steps=5 --wandb_log=False
+    time "$env/bin/maya" emulate --nproc-per-node 8 train.py --max_iters=3 --eval_interval=1000 --eval_iters=1 \
+      --log_interval=1 ;;
+  torchtitan)
+    env=$(venv torchtitan torchtitan==0.2.2 torchdata tomli triton datasets tokenizers tyro tensorboard einops pillow fsspec)
+    # The wheel has no test assets: the tokenizer comes from the repository (main's copy), the text is a stand-in.
+    checkout https://github.com/pytorch/torchtitan b5bcd76 "$WORK/torchtitan-src"
+    mkdir -p "$WORK/torchtitan-0.2.2/tests/assets"
+    cp -r "$WORK/torchtitan-src/tests/assets/tokenizer" "$WORK/torchtitan-0.2.2/tests/assets/"
+    "$env/bin/python" "$MAYA/benchmarks/third_party/stand_in_data.py" c4_test "$WORK/torchtitan-0.2.2/tests/assets/c4_test"
+    cd "$WORK/torchtitan-0.2.2"  # not the source checkout: -m torchtitan.train must find the installed 0.2.2
+    debug=(--model.name llama3 --model.flavor debugmodel --model.hf-assets-path tests/assets/tokenizer
+           --training.dataset c4_test --training.steps 4 --training.local-batch-size 8 --training.seq-len 2048)
+    time "$env/bin/maya" emulate --nproc-per-node 1 -m torchtitan.train "${debug[@]}"
+    time "$env/bin/maya" emulate --nproc-per-node 8 -m torchtitan.train "${debug[@]}" --parallelism.tensor-parallel-degree 2
+    time "$env/bin/maya" emulate --nnodes 16 --nproc-per-node 8 -m torchtitan.train --model.name llama3 \
+      --model.flavor 8B --model.hf-assets-path tests/assets/tokenizer --training.dataset c4_test --training.steps 4 \
+      --training.local-batch-size 2 --training.seq-len 8192 --parallelism.tensor-parallel-degree 4 \
+      --activation-checkpoint.mode full ;;
+  torchtitan-main)
+    checkout https://github.com/pytorch/torchtitan b5bcd76 "$WORK/torchtitan-src"
+    env=$(venv torchtitan-main triton -e "$WORK/torchtitan-src")
+    "$env/bin/python" "$MAYA/benchmarks/third_party/stand_in_data.py" c4_test "$WORK/torchtitan-src/tests/assets/c4_test"
+    cd "$WORK/torchtitan-src"
+    # Fails after its first step (torch.distributed.set_timeout is torch 2.14's); the page gives that step.
+    "$env/bin/maya" emulate --nproc-per-node 1 -m torchtitan.train --module llama3 --config llama3_debugmodel \
+      --training.steps 4 || true ;;
+  *) echo "usage: bash benchmarks/third_party/run.sh nanogpt|torchtitan|torchtitan-main" >&2; exit 2 ;;
+esac
