@@ -253,8 +253,7 @@ def set_timeout(timeout, group=None) -> None:
     step): checked as torch checks it, then nothing, as no emulated call waits for another rank. torch's
     own asks the group for its C++ NCCL backend, which an emulated group does not have ("No backend
     type associated with device type cuda")."""
-    group = c10d._get_default_group() if group is None else group
-    if group == dist.GroupMember.NON_GROUP_MEMBER:
+    if _group(group) is None:
         raise ValueError("Invalid process group specified")
 
 
