@@ -171,7 +171,8 @@ def run_script(script: str | os.PathLike | ScriptModule, args: list[str], config
             except Exception as e:
                 exit_code, error = 1, traceback.format_exc() + _hint(e)
     finally:
-        settings = [allocator_config.environment_text(), *session.state.allocator_settings]
+        # session.state is None when the session itself failed to start; that error propagates alone
+        settings = [allocator_config.environment_text(), *(session.state.allocator_settings if session.state else [])]
         sys.argv, sys.path[:] = saved_argv, saved_path
         for k in set(os.environ) - set(saved_env):
             del os.environ[k]

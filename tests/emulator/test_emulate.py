@@ -572,3 +572,22 @@ def test_a_long_run_reports_its_progress(tmp_path):
     assert all(line.endswith(" trace rows, 0 iterations ended") for line in lines)
     quiet = run_script(script, [], config)
     assert quiet.exit_code == 0
+
+
+def test_a_session_that_cannot_start_raises_its_own_error_alone(tmp_path, monkeypatch):
+    # A broken torch install fails inside EmulationSession.__enter__ (its first step imports
+    # torch._dynamo); the runner's clean-up must not add an AttributeError of its own on top.
+    import sys
+
+    from maya.emulator.runner import run_script
+    from maya.emulator.state import RankConfig
+    from maya.hardware import load_gpu
+
+    script = tmp_path / "ok.py"
+    script.write_text("print('never runs')\n")
+    monkeypatch.setitem(sys.modules, "torch._dynamo", None)  # `import torch._dynamo` now fails as when it is absent
+    config = RankConfig(gpu=load_gpu("h200"), rank=0, world_size=1, local_rank=0, local_world_size=1)
+    argv = sys.argv[:]
+    with pytest.raises(ImportError):
+        run_script(script, [], config)
+    assert sys.argv == argv
