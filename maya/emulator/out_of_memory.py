@@ -26,6 +26,13 @@ returns nothing, the engine finishes the pass, whose gradients no longer matter,
 `backward` that raises did not abort (tests/emulator/test_raises_in_backward.py checks both); other
 engine callbacks (saved-tensor unpack hooks, hooks on autograd nodes) have not been tried.
 
+A backward pass's last buffers are let go by the engine's device thread, which may still hold its
+graph task, and the last node's inputs, after the `backward` / `grad` call has returned: the
+allocator then freed them at a row that depended on the threads' timing (on a busy machine, two
+emulations of one rank differed by a micro-batch's input gradient). So the call returns only after
+a second, empty pass has run on that thread (`settle_autograd`, set by the session: a backward of a
+sum of an empty tensor, unrecorded), which the thread takes only once it is done with the first.
+
 An aten op of a C++ backward node that raises in the dispatch mode (an op Maya cannot emulate, such
 as `multilabel_margin_loss_backward`) aborted the same way, rc 134 and no message. The recorder
 defers that error too and hands the dispatcher a result that is not a tensor: the engine stops the
@@ -81,6 +88,8 @@ def install_deferred_errors(patcher: Patcher, state: st.EmulationState) -> None:
             if state.deferred_error is not None:
                 error, state.deferred_error = state.deferred_error, None
                 raise error
+            if state.settle_autograd is not None and not in_backward():
+                state.settle_autograd()
             return result
 
         patcher.set(torch.autograd, name, wrapper)

@@ -132,6 +132,7 @@ class EmulationSession:
             _patch_pin_memory(patcher, self._recorder)
             _patch_finite_checks(patcher, self._recorder)
             self._recorder.__enter__()
+            state.settle_autograd = functools.partial(_settle_autograd, self._recorder)
         except BaseException:
             self._undo()
             raise
@@ -153,6 +154,18 @@ class EmulationSession:
         clear_distributed_caches()
         reset_library_singletons()
         st.pop()
+
+
+def _settle_autograd(recorder: Recorder) -> None:
+    """Run an empty, unrecorded backward pass on the emulated device's autograd thread: it starts once
+    that thread has let go of the pass before (`maya.emulator.out_of_memory`)."""
+    engine = torch.autograd.Variable._execution_engine  # the engine itself, not the patched backward
+    recorder.paused += 1
+    try:
+        total = torch.empty(0, device=INTERNAL_DEVICE, requires_grad=True).sum()
+        engine.run_backward((total,), (torch.ones_like(total),), False, False, (), True, True)
+    finally:
+        recorder.paused -= 1
 
 
 def mark_iteration() -> None:

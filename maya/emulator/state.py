@@ -101,6 +101,9 @@ class EmulationState:
     """The `maya.emulator.cuda_graphs.EmulatedCUDAGraph` whose capture is underway, or None."""
     groups: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     """Every process group the script created, member or not: (group name, global ranks)."""
+    settle_autograd: object = None
+    """Callable() that returns once the autograd engine's device thread has let go of the last backward
+    pass (`maya.emulator.out_of_memory`), set by the session."""
     """aten ops that reached the recorder (views and CPU ops included): the emulation-speed unit."""
 
     def __post_init__(self) -> None:
