@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 
 import torch
@@ -104,7 +105,7 @@ def main() -> None:
                      "graph_per_kernel_us": graph, "graph_gap_us": graph - kernel})
         print(json.dumps(rows[-1]), flush=True)
     result = {
-        "command": "python benchmarks/gpu/kernel_gap_probe.py --out kernel_gap_h200.json",
+        "command": " ".join(["python", *sys.argv]),
         "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "launches": LAUNCHES, "rows": rows,
         "median_gap_us": statistics.median(r["gap_us"] for r in rows),
