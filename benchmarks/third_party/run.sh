@@ -3,7 +3,7 @@
 # tests"): the commands behind the figures given there, from the repository root:
 #
 #   bash benchmarks/third_party/run.sh nanogpt          # karpathy/nanoGPT 3adf61e, 1 and 8 GPUs
-#   bash benchmarks/third_party/run.sh torchtitan       # torchtitan 0.2.2 (PyPI): debug model on 1 and 8 GPUs, Llama 3 8B on 16 x 8
+#   bash benchmarks/third_party/run.sh torchtitan       # torchtitan 0.2.2 (PyPI): debug model on 1 and 8 GPUs (TP, PP), Llama 3 8B on 16 x 8 (TP x FSDP, TP x PP x FSDP)
 #   bash benchmarks/third_party/run.sh torchtitan-main  # torchtitan main b5bcd76: its first step (it needs a torch newer than 2.13 after it)
 #
 # Each needs the network (git clone, pip) and makes its own virtual environment under $WORK (default
@@ -57,10 +57,15 @@ case "${1:-}" in
            --training.dataset c4_test --training.steps 4 --training.local-batch-size 8 --training.seq-len 2048)
     time "$env/bin/maya" emulate --nproc-per-node 1 -m torchtitan.train "${debug[@]}"
     time "$env/bin/maya" emulate --nproc-per-node 8 -m torchtitan.train "${debug[@]}" --parallelism.tensor-parallel-degree 2
+    time "$env/bin/maya" emulate --nproc-per-node 8 -m torchtitan.train "${debug[@]}" --parallelism.pipeline-parallel-degree 2
     time "$env/bin/maya" emulate --nnodes 16 --nproc-per-node 8 -m torchtitan.train --model.name llama3 \
       --model.flavor 8B --model.hf-assets-path tests/assets/tokenizer --training.dataset c4_test --training.steps 4 \
       --training.local-batch-size 2 --training.seq-len 8192 --parallelism.tensor-parallel-degree 4 \
-      --activation-checkpoint.mode full ;;
+      --activation-checkpoint.mode full
+    time "$env/bin/maya" emulate --nnodes 16 --nproc-per-node 8 -m torchtitan.train --model.name llama3 \
+      --model.flavor 8B --model.hf-assets-path tests/assets/tokenizer --training.dataset c4_test --training.steps 4 \
+      --training.local-batch-size 4 --training.seq-len 8192 --parallelism.tensor-parallel-degree 4 \
+      --parallelism.pipeline-parallel-degree 4 --activation-checkpoint.mode full ;;
   torchtitan-main)
     checkout https://github.com/pytorch/torchtitan b5bcd76 "$WORK/torchtitan-src"
     env=$(venv torchtitan-main triton -e "$WORK/torchtitan-src")

@@ -122,7 +122,7 @@ def _refuse_pipeline_stages(module: object, patcher: Patcher) -> None:
             f"Maya cannot emulate DeepSpeed's pipeline engine past its first stage "
             f"({engine.__module__}.{engine.__name__}._recv_tensor_meta): stage {getattr(self, 'stage_id', '?')} learns "
             f"the shapes of its inputs from values stage {send_stage} sends, and every rank is emulated on its own. "
-            "Use torch.distributed.pipelining with the stages' input_args and output_args given, or DeepSpeed "
+            "Use torch.distributed.pipelining, or DeepSpeed "
             "without pipeline stages (ZeRO)")
 
     patcher.set(engine, "_recv_tensor_meta", _recv_tensor_meta)

@@ -116,7 +116,7 @@ def install_distributed(patcher: Patcher) -> None:
         patcher.set(dist, name, fn)
         if hasattr(device_mesh, name):
             patcher.set(device_mesh, name, fn)
-    patcher.after_import("torch.distributed.pipelining.stage", lambda module: _require_stage_shapes(patcher, module))
+    patcher.after_import("torch.distributed.pipelining.schedules", lambda module: _own_pipeline_vote(patcher, module))
     patcher.after_import("torch.distributed.optim.zero_redundancy_optimizer",
                          lambda module: _refuse_zero_state_receipt(patcher, module))
 
@@ -329,26 +329,30 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
         scatter_object_output_list[0] = scatter_object_input_list[pg.rank()]
 
 
-def _require_stage_shapes(patcher: Patcher, module) -> None:
-    """A `PipelineStage` built without the shapes of its forward inputs and outputs is refused with
-    what to do: its stages would infer them by sending objects between ranks (`recv_object_list`),
-    which cannot be emulated, and PyTorch's own error then names neither."""
-    cls = getattr(module, "PipelineStage", None)
-    if cls is None:
+def _own_pipeline_vote(patcher: Patcher, module) -> None:
+    """torch.distributed.pipelining (2.13 on) settles whether every stage was built with example inputs
+    and outputs (static shapes) by a vote: a product of 0/1 tensors passed from the first stage to the
+    last and back. The vote's received values come from other ranks, which this emulation does not
+    know, so each stage's mode is this rank's own stages' vote: the pipeline's stages are taken to be
+    built alike (all with example tensors, or all without). A stage without them (dynamic mode)
+    learns its shapes through object lists, which `recv_object_list` carries between emulations;
+    stages built unlike each other would then wait for metadata their peers never send, which the
+    world emulator names."""
+    cls = getattr(module, "_PipelineSchedule", None)
+    original = getattr(cls, "_warmup_p2p", None)
+    if original is None:
         return
-    original = cls.__init__
+    from torch.distributed.pipelining._utils import InferenceMode
+    from torch.distributed.pipelining.stage import PipelineStage
 
-    def __init__(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        meta = getattr(self, "_user_meta", None)
-        if meta is not None and getattr(self, "num_stages", 1) > 1 and not meta.is_complete_for_forward():
-            raise NotImplementedError(
-                f"PipelineStage {getattr(self, 'stage_index', '?')} has no input_args or output_args: its stages "
-                "would infer their shapes by sending objects between ranks, which Maya cannot emulate (every rank "
-                "is emulated on its own); give input_args and output_args, example tensors of the stage's "
-                "micro-batch input and output")
+    def _warmup_p2p(self, stages, has_backward, p2p_done):
+        original(self, stages, has_backward, p2p_done)  # its sends and receives are recorded
+        if all(isinstance(stage, PipelineStage) for stage in stages):
+            dynamic = any(InferenceMode.needs_dynamic(stage._user_meta, has_backward) for stage in stages)
+            for stage in stages:
+                stage._inference_mode = InferenceMode.DYNAMIC if dynamic else InferenceMode.STATIC
 
-    patcher.set(cls, "__init__", __init__)
+    patcher.set(cls, "_warmup_p2p", _warmup_p2p)
 
 
 def _refuse_zero_state_receipt(patcher: Patcher, module) -> None:
@@ -374,24 +378,34 @@ def _refuse_zero_state_receipt(patcher: Patcher, module) -> None:
 
 
 def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None, use_batch=False):
-    """send of one size per object, then of the objects' pickles back to back."""
+    """send of one size per object, then of the objects' pickles back to back; the pickles go to the
+    world's mailbox (`maya.emulator.object_mailbox`)."""
     pg = _group(group)
     if pg is None:
         return
     peer = dst if dst is not None else pg._global(group_dst)
-    payload = sum(len(pickle.dumps(obj)) for obj in object_list)
-    for message_bytes in (_SIZE_BYTES * len(object_list), payload):
+    pickles = tuple(pickle.dumps(obj) for obj in object_list)
+    for message_bytes in (_SIZE_BYTES * len(object_list), sum(map(len, pickles))):
         pg._issue("send", message_bytes=message_bytes, peer=peer, async_op=False).wait()
+    st.active().mailbox.send(pg.global_ranks, pg._global(pg.rank()), peer, pickles)
 
 
 def recv_object_list(object_list, src=None, group=None, device=None, group_src=None, use_batch=False):
-    """Not emulated: the objects come from another rank, which is emulated on its own."""
-    sender = src if src is not None else group_src
-    raise NotImplementedError(
-        f"torch.distributed.recv_object_list cannot be emulated: every rank is emulated on its own, so the "
-        f"objects rank {sender} sends are not known here. torch.distributed.pipelining sends its stages' shape "
-        "metadata so when a PipelineStage has no input_args (and output_args): give them, as static shapes"
-    )
+    """The objects the sender's emulation sent (`maya.emulator.object_mailbox`; `ObjectNotSentYet`
+    while it has not run): recv of the sizes, the host's read of their sum, recv of the pickles."""
+    pg = _group(group)
+    if pg is None:
+        return -1
+    peer = src if src is not None else pg._global(group_src)
+    pickles = st.active().mailbox.receive(pg.global_ranks, peer, pg._global(pg.rank()))
+    if len(pickles) != len(object_list):
+        raise RuntimeError(f"recv_object_list of {len(object_list)} object(s) from rank {peer}, which sent "
+                           f"{len(pickles)}")
+    pg._issue("recv", message_bytes=_SIZE_BYTES * len(object_list), peer=peer, async_op=False).wait()
+    st.active().add_row(EventKind.SYNC, "cuda:device_to_host")
+    pg._issue("recv", message_bytes=sum(map(len, pickles)), peer=peer, async_op=False).wait()
+    object_list[:] = [pickle.loads(p) for p in pickles]
+    return peer
 
 
 COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autograd", "_dtensor"})

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ import torch
 
 from maya.emulator import allocator_config
 from maya.emulator.iteration_cycles import merge_optimizer_cycles
+from maya.emulator.object_mailbox import ObjectMessage
 from maya.emulator.session import EmulationSession
 from maya.emulator.state import EmulationState, RankConfig
 
@@ -126,13 +127,15 @@ def _heartbeat(progress: Callable[[str], None] | None, state: EmulationState, ra
 
 def run_script(script: str | os.PathLike | ScriptModule, args: list[str], config: RankConfig,
                elapsed_time_ms=None, progress: Callable[[str], None] | None = None,
-               progress_every_s: float = HEARTBEAT_S) -> RunOutcome:
+               progress_every_s: float = HEARTBEAT_S, objects: Sequence[ObjectMessage] = ()) -> RunOutcome:
     """Run `script args...` as `__main__` on the emulated GPU of `config`: a file, or a module
     (`ScriptModule`, torchrun's `-m`).
 
     `elapsed_time_ms`, if given, answers the script's `Event.elapsed_time` (see maya.event_timing).
     `progress`, if given, gets a line every `progress_every_s` seconds while the script runs: the
-    trace rows recorded and the iterations ended so far.
+    trace rows recorded and the iterations ended so far. `objects`: what other ranks' emulations sent
+    with `send_object_list` (`maya.emulator.object_mailbox`); a receive of one not among them stops
+    the script, and the outcome's `state.mailbox.waiting` says which.
 
     Raises:
         FileNotFoundError: the script does not exist.
@@ -157,7 +160,7 @@ def run_script(script: str | os.PathLike | ScriptModule, args: list[str], config
         def run() -> None:
             runpy.run_path(str(path), run_name="__main__")
     exit_code, error, oom = 0, None, False
-    session = EmulationSession(config, elapsed_time_ms)
+    session = EmulationSession(config, elapsed_time_ms, objects)
     try:
         with session, _heartbeat(progress, session.state, config.rank, progress_every_s):
             try:

@@ -13,6 +13,7 @@ import inspect
 import logging
 import warnings
 import weakref
+from collections.abc import Sequence
 
 import torch
 import torch.nn as nn
@@ -39,6 +40,7 @@ from maya.emulator.generators import install_generators
 from maya.emulator.group_norm import install_group_norm
 from maya.emulator.module_tracker import ModuleTracker, install_function_nodes
 from maya.emulator.nccl import NcclRuntime
+from maya.emulator.object_mailbox import ObjectMailbox, ObjectMessage
 from maya.emulator.out_of_memory import install_deferred_errors
 from maya.emulator.patcher import Patcher
 from maya.emulator.recorder import Recorder, pause_during_sharding_propagation
@@ -67,9 +69,10 @@ install_backend()
 class EmulationSession:
     """Context manager: inside it, torch.cuda is the emulated GPU of `config`."""
 
-    def __init__(self, config: RankConfig, elapsed_time_ms=None) -> None:
+    def __init__(self, config: RankConfig, elapsed_time_ms=None, objects: Sequence[ObjectMessage] = ()) -> None:
         self.config = config
         self.elapsed_time_ms = elapsed_time_ms
+        self.objects = tuple(objects)
         self.state: EmulationState | None = None
 
     def __enter__(self) -> EmulationState:
@@ -81,6 +84,7 @@ class EmulationSession:
         install_backend()
         self.state = state = EmulationState(self.config)
         state.elapsed_time_ms = self.elapsed_time_ms
+        state.mailbox = ObjectMailbox.holding(self.objects)
         st.push(state)
         self._patcher = patcher = Patcher()
         set_user_device_index(self.config.local_rank)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from maya.emulator import allocator_config
 from maya.emulator.allocator import Block, CachingAllocator
 from maya.emulator.events import EventKind, Phase
+from maya.emulator.object_mailbox import ObjectMailbox
 from maya.hardware import GpuSpec
 
 CUBLAS_WORKSPACE_BYTES_SM90 = 32 << 20
@@ -104,6 +105,8 @@ class EmulationState:
     settle_autograd: object = None
     """Callable() that returns once the autograd engine's device thread has let go of the last backward
     pass (`maya.emulator.out_of_memory`), set by the session."""
+    mailbox: ObjectMailbox = field(default_factory=ObjectMailbox)
+    """Objects sent to this rank by other ranks' emulations, and those it sends (`send_object_list`)."""
     """aten ops that reached the recorder (views and CPU ops included): the emulation-speed unit."""
 
     def __post_init__(self) -> None:

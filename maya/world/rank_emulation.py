@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from maya.emulator.object_mailbox import MessageKey, ObjectMessage
 from maya.emulator.state import IterationStats
 from maya.summary import peak_over
 
@@ -32,6 +34,13 @@ class RankResult:
     """Wall time of the emulation in its worker process, seconds."""
     pid: int = 0
     """The worker process that emulated it (workers are reused between emulations)."""
+    sent_objects: tuple[ObjectMessage, ...] = ()
+    """The object lists the rank sent (`send_object_list`), for the ranks that receive them."""
+    waiting_for: int | None = None
+    """The rank whose object list this one was receiving when its emulation stopped, as that rank's
+    emulation had not sent it (`maya.emulator.object_mailbox`); None: it did not stop so."""
+    waiting_key: MessageKey | None = None
+    """The key of the object list it waits for."""
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -44,8 +53,10 @@ class RankResult:
         return peak_over(self.iterations, "peak_reserved_bytes")
 
 
-def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: int, local_world_size: int) -> RankResult:
-    """Run `script` as `rank` of the world on the emulated `gpu` (in this process)."""
+def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: int, local_world_size: int,
+                 objects: Sequence[ObjectMessage] = ()) -> RankResult:
+    """Run `script` as `rank` of the world on the emulated `gpu` (in this process), with the object
+    lists other ranks' emulations sent so far (`objects`)."""
     import os
     import time
 
@@ -61,8 +72,9 @@ def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: 
     )
     from maya.event_timing import EventTimer
 
-    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(gpu))
+    outcome = run_script(script, list(args), config, elapsed_time_ms=EventTimer(gpu), objects=objects)
     state = outcome.state
+    waiting = state.mailbox.waiting
     return RankResult(
         rank=rank,
         table=rows_to_table(state.rows),
@@ -73,6 +85,9 @@ def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: 
         oom=outcome.oom,
         emulation_s=time.perf_counter() - started,
         pid=os.getpid(),
+        sent_objects=tuple(state.mailbox.sent),
+        waiting_for=waiting.src if waiting is not None else None,
+        waiting_key=waiting.key if waiting is not None else None,
     )
 
 

@@ -10,6 +10,10 @@ The phases (see `maya.world.rank_classes` for why they are enough):
    the layout, phases 1 and 2 are skipped: rank 0 is one of them, and its group table is checked);
 4. with `verify_dedup`, one more member of every class of several ranks, compared row by row.
 
+A rank that receives an object list (`recv_object_list`: a pipeline stage's shape metadata) before
+its sender was emulated stops there; its sender is emulated, then it again (`_InProcessRunner.run`,
+`maya.emulator.object_mailbox`). Those senders join the phase's results.
+
 Every rank emulation is a Ray task of one CPU (so Ray spreads them over the cluster's CPUs) on a
 reused worker process, which keeps torch and Maya warm between emulations (see
 `maya.world.rank_emulation.remote_emulate_rank`). A local Ray starts when none is running.
@@ -19,11 +23,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from maya.emulator.object_mailbox import MessageKey, ObjectMessage, add_messages
 from maya.world.rank_classes import (
     Family,
     classes,
@@ -133,6 +138,14 @@ class _InProcessRunner:
         self.after_rank = after_rank
         self.first_ranks = {rank: i for i, rank in enumerate(first_ranks)}
         self.late_failures = late_failures
+        self.objects: dict[tuple[MessageKey, int], ObjectMessage] = {}
+        """Every object list the emulations sent so far (`maya.emulator.object_mailbox`)."""
+        self.parked: dict[int, RankResult] = {}
+        """Ranks stopped by a receive of an object list not sent yet: their partial results."""
+        self.completed: set[int] = set()
+        """Ranks emulated to their end."""
+
+    where = " in this process"
 
     def ordered(self, ranks: Iterable[int]) -> list[int]:
         """`ranks` without repeats: those of `first_ranks` first, in its order, then the rest descending.
@@ -161,20 +174,64 @@ class _InProcessRunner:
         return result
 
     def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
+        """Emulate `ranks`, and any rank whose object lists they receive before their senders' emulations
+        sent them (`maya.emulator.object_mailbox`): a rank stopped by such a receive waits until the
+        sender is emulated, then is emulated again. Returns every rank emulated to its end."""
+        ranks = self.ordered(ranks)
+        if not ranks:
+            return {}
+        self.progress(f"emulating {what}{self.where}: rank(s) {_short(ranks)}")
+        results: dict[int, RankResult] = {}
+        queue = ranks
+        while queue:
+            for rank, result in self.emulate(queue):
+                add_messages(self.objects, result.sent_objects)
+                if result.waiting_for is None:
+                    self.parked.pop(rank, None)
+                    self.completed.add(rank)
+                    results[rank] = self.finished(result)
+                else:
+                    self.parked[rank] = result
+                    self.progress(f"  rank {rank} waits for an object list from rank {result.waiting_for}, "
+                                  "which it receives before that rank was emulated; it runs again after it")
+            queue = self._next_round()
+        return results
+
+    def _next_round(self) -> list[int]:
+        """The parked ranks whose object list has arrived, after the senders still to emulate."""
+        keys = {key for key, _ in self.objects}
+        ready = [r for r, res in self.parked.items() if res.waiting_key in keys]
+        senders = []
+        for rank, res in self.parked.items():
+            src = res.waiting_for
+            if res.waiting_key in keys or src in self.parked or src in senders:
+                continue
+            if src in self.completed:  # emulated to its end without sending it
+                raise RankFailedError(replace(res, exit_code=res.exit_code or 1, error=res.error or "waits for rank "
+                                              f"{src}'s object list, which that rank's emulation never sent"))
+            senders.append(src)
+        if self.parked and not ready and not senders:  # each waits for another that waits
+            first = min(self.parked)
+            raise RankFailedError(replace(self.parked[first], exit_code=1, error=(
+                "the ranks wait for each other's object lists: "
+                + ", ".join(f"rank {r} for rank {res.waiting_for}" for r, res in sorted(self.parked.items()))
+                + "\n" + (self.parked[first].error or ""))))
+        return senders + ready
+
+    def emulate(self, ranks: list[int]) -> Iterator[tuple[int, RankResult]]:
+        """Emulate `ranks` one after another, each with the object lists sent before it starts."""
         from maya.world.rank_emulation import emulate_rank
 
-        ranks = self.ordered(ranks)
-        if ranks:
-            self.progress(f"emulating {what} in this process: rank(s) {_short(ranks)}")
-        results: dict[int, RankResult] = {}
         script, args, gpu = self.call
         for rank in ranks:
-            results[rank] = self.finished(emulate_rank(script, args, gpu, rank, self.world_size, self.local_world_size))
-        return results
+            yield rank, emulate_rank(script, args, gpu, rank, self.world_size, self.local_world_size,
+                                     tuple(self.objects.values()))
 
 
 class _RankRunner(_InProcessRunner):
     """Runs rank emulations as Ray tasks, as many at once as Ray has CPUs for."""
+
+    where = ""
 
     def __init__(self, *args, **kwargs) -> None:
         from maya.emulator.allocator_config import environment_settings
@@ -187,17 +244,16 @@ class _RankRunner(_InProcessRunner):
         if alloc_env := environment_settings():
             self.task = self.task.options(runtime_env={"env_vars": alloc_env})
 
-    def run(self, ranks: Iterable[int], what: str) -> dict[int, RankResult]:
+    def emulate(self, ranks: list[int]) -> Iterator[tuple[int, RankResult]]:
+        """Emulate `ranks` as Ray tasks at once (each with the object lists sent before any starts), yielding
+        each as it ends; a failed rank ends the world, so the others are then cancelled."""
         import ray
         from ray.exceptions import WorkerCrashedError
 
-        ranks = self.ordered(ranks)
-        if not ranks:
-            return {}
-        self.progress(f"emulating {what}: rank(s) {_short(ranks)}")
         script, args, gpu = self.call
-        pending = {self.task.remote(script, args, gpu, rank, self.world_size, self.local_world_size): rank for rank in ranks}
-        results: dict[int, RankResult] = {}
+        objects = ray.put(tuple(self.objects.values())) if self.objects else ()
+        pending = {self.task.remote(script, args, gpu, rank, self.world_size, self.local_world_size, objects): rank
+                   for rank in ranks}
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -208,11 +264,10 @@ class _RankRunner(_InProcessRunner):
                     raise ActorDiedError(
                         f"rank {rank}: the emulation process died, was restarted once and died again ({e})"
                     ) from None
-                results[rank] = self.finished(result)
+                yield rank, result
         finally:
-            for ref in pending:  # a failed rank ends the world: stop the others
+            for ref in pending:
                 ray.cancel(ref, force=True)
-        return results
 
 
 def emulate_world(
@@ -298,7 +353,8 @@ def emulate_world(
     useful = informative(fams, world_size)
     if variant_families is None:
         probes = {f.index: probe_rank(f, [o for o in useful if o is not f], world_size) for f in useful}
-        results.update(pool.run([p for p in probes.values() if p is not None], "one probe rank per group family"))
+        results.update(pool.run([p for p in probes.values() if p is not None and p not in results],
+                                "one probe rank per group family"))
     known: dict[int, str] = {}
 
     def fingerprint(rank: int) -> str:

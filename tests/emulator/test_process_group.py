@@ -225,18 +225,31 @@ def test_blocking_send_recv_are_recorded_as_not_async(rank0):
     ]
 
 
-def test_object_send_is_recorded_and_object_recv_is_named_as_not_emulated():
+def test_an_object_list_reaches_the_rank_that_receives_it():
     sender = _emulate("object_p2p.py", [], rank=0, world_size=2)
-    assert sender.exit_code == 0, sender.error
     sends = [r for r in sender.table.to_pylist() if r["op"] == "nccl:send"]
     assert [r["peer"] for r in sends] == [1, 1] and sends[0]["message_bytes"] == 2 * 8
-    receiver = emulate_rank(str(SCRIPTS / "object_p2p.py"), [], "h200", 1, 2, 2)
-    assert receiver.exit_code != 0 and "recv_object_list cannot be emulated" in receiver.error
+    assert len(sender.sent_objects) == 1 and sender.sent_objects[0].src == 0
+    alone = emulate_rank(str(SCRIPTS / "object_p2p.py"), [], "h200", 1, 2, 2)  # before rank 0's emulation
+    assert alone.exit_code != 0 and alone.waiting_for == 0 and "ObjectNotSentYet" in alone.error
+    receiver = emulate_rank(str(SCRIPTS / "object_p2p.py"), [], "h200", 1, 2, 2, objects=sender.sent_objects)
+    assert receiver.exit_code == 0, receiver.error
+    rows = receiver.table.to_pylist()
+    recvs = [r for r in rows if r["op"] == "nccl:recv"]
+    assert [r["peer"] for r in recvs] == [0, 0]
+    assert [r["message_bytes"] for r in recvs] == [2 * 8, sends[1]["message_bytes"]]
+    relu = next(r for r in rows if r["op"] == "aten::relu_")
+    assert relu["input_shapes"][0] == [4, 8]  # the shape rank 0 sent
 
 
-def test_a_pipeline_stage_without_shapes_is_refused_with_what_to_do():
-    result = emulate_rank(str(SCRIPTS / "pipeline_no_shapes.py"), [], "h200", 0, 2, 2)
-    assert result.exit_code != 0 and "give input_args and output_args" in result.error
+@pytest.mark.parametrize("mode, named", [("--never", "never sent"), ("--cycle", "wait for each other")])
+def test_a_receive_nobody_answers_fails_by_name(mode, named):
+    from maya.world import RankFailedError, emulate_world
+
+    with pytest.raises(RankFailedError, match=named) as caught:
+        emulate_world(str(SCRIPTS / "object_p2p.py"), [mode], gpu="h200", world_size=2, local_world_size=2,
+                      in_process=True)
+    assert caught.value.result.rank == (1 if mode == "--never" else 0)
 
 
 def test_patches_for_a_module_apply_when_it_is_imported(tmp_path, monkeypatch):

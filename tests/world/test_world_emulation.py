@@ -82,6 +82,26 @@ def test_tp_pp_dp_mix_at_8_has_one_class_per_pipeline_stage(ray_local, tmp_path)
     assert {r["peer"] for r in _collectives(s.trace_dir, 4, "recv")} == {0}
 
 
+@pytest.mark.parametrize("schedule, in_process", [("1f1b", False), ("interleaved", True)])
+def test_pipeline_stages_without_example_tensors_learn_their_shapes_from_each_other(ray_local, tmp_path, schedule,
+                                                                                    in_process):
+    # torchtitan's stages infer their shapes at the first step: each receives the previous stage's
+    # output metadata and the next stage's gradient metadata as object lists. Rank 0 stops at the
+    # first receive; the stages down the pipeline are emulated, then back up (maya.emulator.object_mailbox).
+    s = maya.emulate(SCRIPTS / "pipeline_dynamic_shapes.py", ["--pp", "4", "--schedule", schedule], nproc_per_node=8,
+                     trace_dir=tmp_path / "t", in_process=in_process, verify_dedup=True)
+    assert s.exit_code == 0, s.error
+    assert s.emulated_ranks == [0, 2, 4, 6]  # mesh (pp, dp): one class per pipeline rank
+    assert len(s.iterations) == 2 and all(it.time_ms > 0 for it in s.iterations)
+    for pp_rank, rank in enumerate(s.emulated_ranks):
+        rows = read_rank_trace(s.trace_dir, rank).to_pylist()
+        widths = {r["input_shapes"][1][1] for r in rows if r["op"] == "aten::addmm" and r["phase"] == "forward"}
+        held = [pp_rank, pp_rank + 4] if schedule == "interleaved" else [pp_rank]  # interleaved: stages r and r + 4
+        # each stage's first Linear takes 16 + 8k features: the width the stage before it sent
+        assert {16 + 8 * k for k in held} <= widths, (rank, widths)
+        assert any(r["op"] == "nccl:recv" for r in rows) and any(r["op"] == "nccl:send" for r in rows)
+
+
 def test_more_rank_classes_than_allowed_fails_before_emulating_them(tmp_path):
     # Two pipeline stages are two classes; a bound of one stops after rank 0 and the probes.
     args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2"]
