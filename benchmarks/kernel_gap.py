@@ -17,6 +17,12 @@ difference between the two is subtracted.
 
     python benchmarks/kernel_gap.py            # print per workload and the figure
     python benchmarks/kernel_gap.py --write    # also store it as kernel_gap_us in host_overhead.json
+
+A CUDA graph's replay launches its kernels from the GPU's side, and the gap between them is shorter.
+The probe also times a chain captured in a graph and replayed; `--graph` takes the median over the
+given probe files of their median graph gap (no profiler is involved, so nothing is subtracted):
+
+    python benchmarks/kernel_gap.py --graph benchmarks/gpu/session45/s45_h100/kernel_gap*.json --write
 """
 
 from __future__ import annotations
@@ -62,7 +68,13 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help="store the figure as kernel_gap_us in host_overhead.json")
+    p.add_argument("--graph", nargs="+", type=Path, metavar="PROBE_JSON",
+                   help="instead, the gap between a CUDA graph's kernels from these kernel_gap_probe.py files "
+                        "(stored as graph_kernel_gap_us)")
     args = p.parse_args()
+    if args.graph:
+        graph_gap(args.graph, args.write)
+        return
     held_out = {w.name for w in suite.WORKLOADS if w.held_out}
     means = {}
     for path in sorted(TRACES.glob("*.trace.json.gz")):
@@ -93,6 +105,30 @@ def main() -> None:
             "benchmarks/gpu/kernel_gap_h200.json: queued chains of one elementwise kernel timed with CUDA events and under "
             "the profiler, python benchmarks/gpu/kernel_gap_probe.py, H200, torch 2.11.0+cu130)"
         )
+        HOST_OVERHEAD.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def graph_gap(paths: list[Path], write: bool) -> None:
+    """The median over probe files of their median gap between a replayed graph's kernels."""
+    probes = [json.loads(p.read_text()) for p in sorted(paths)]
+    for path, probe in zip(sorted(paths), probes):
+        if "median_graph_gap_us" not in probe:
+            raise SystemExit(f"{path}: no median_graph_gap_us (a kernel_gap_probe.py from before session 44)")
+        print(f"{path}: {probe['gpu']}, {probe['date']}: median graph gap {probe['median_graph_gap_us']:.3f} us "
+              f"(eager {probe['median_gap_us']:.3f} us)")
+    figure = statistics.median(p["median_graph_gap_us"] for p in probes)
+    gpus = sorted({p["gpu"] for p in probes})
+    print(f"graph_kernel_gap_us = {figure:.3f} (median over {len(probes)} probe runs on {', '.join(gpus)})")
+    if write:
+        names = " ".join(str(p.relative_to(ROOT)) if p.is_absolute() else str(p) for p in sorted(paths))
+        data = json.loads(HOST_OVERHEAD.read_text())
+        data["graph_kernel_gap_us"] = round(figure, 3)
+        data["graph_kernel_gap_method"] = (
+            f"python benchmarks/kernel_gap.py --graph {names} --write: the median over those runs of "
+            "benchmarks/gpu/kernel_gap_probe.py ({}; torch {}) of each run's median gap between the back-to-back kernels "
+            "of a chain of one elementwise kernel captured in a CUDA graph and replayed (per-kernel time of the replay, "
+            "CUDA events, less the kernel's profiled time). Not measured on an H200: the H100 has the same GH100 chip."
+            .format(", ".join(gpus), ", ".join(sorted({p["torch"] for p in probes}))))
         HOST_OVERHEAD.write_text(json.dumps(data, indent=2) + "\n")
 
 

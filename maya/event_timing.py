@@ -8,8 +8,9 @@ prediction. The simulated slice starts at the host's last wait for the GPU befor
 where both were idle, so that GPU work queued before the first record delays it as on a GPU (a
 microbenchmark that flushes the L2 cache and then times one kernel times the kernel, not the host's
 launch of it); without such a row the slice starts at the first record with an idle GPU.
-Collectives cost nothing here (no peers are simulated mid-run): for one GPU the figure matches the
-summary's iteration time closely, for several ranks it leaves out waiting for the other ranks and
+The simulation is calibrated as the prediction's (`maya.predict.default_params`: the gap between
+queued kernels, a CUDA graph's own). Collectives cost nothing here (no peers are simulated mid-run):
+for one GPU the figure matches the summary's iteration time closely, for several ranks it leaves out waiting for the other ranks and
 communication (the summary's `time_ms` includes both).
 """
 
@@ -36,6 +37,8 @@ class EventTimer:
         self.gpu = gpu
         self.host_per_op_us = host_per_op_us
         """Host figures in place of the shipped ones (`maya emulate --host-profile`); None: shipped."""
+        self._params = None
+        """The simulation's calibration for the GPU (kernel gaps), as the prediction's (`maya.predict.default_params`)."""
 
     def __call__(self, rows: list[tuple], first: int, last: int, stream: int) -> float:
         from torch.utils._python_dispatch import _disable_current_modes
@@ -45,9 +48,11 @@ class EventTimer:
             return self._elapsed_ms(rows[begin:last + 1], rows[first][_SEQ], rows[last][_SEQ])
 
     def _elapsed_ms(self, rows: list[tuple], start_seq: int, end_seq: int) -> float:
+        from maya.emulator.attrs import GRAPH_REPLAY
         from maya.estimator.estimate import estimate_trace
-        from maya.estimator.host_cost import host_costs_us, launch_stream_us
+        from maya.estimator.host_cost import host_costs_us, launch_stream_us, marked_rows
         from maya.hardware.cluster import cluster_for_gpu
+        from maya.predict import default_params
         from maya.simulator import simulate
         from maya.trace.build import rows_to_table
 
@@ -56,7 +61,10 @@ class EventTimer:
         df = estimate_trace(table, gpu=self.gpu, warn_unmodelled=False)  # the final estimate warns once
         df["host_us"] = host_costs_us(df, self.gpu, per_op_us=self.host_per_op_us)
         df["launch_us"] = launch_stream_us(df, self.gpu, per_op_us=self.host_per_op_us)
-        result = simulate({0: df}, cluster_for_gpu(self.gpu, 1))
+        df["graph_replay"] = marked_rows(df, GRAPH_REPLAY)
+        if self._params is None:
+            self._params = default_params(self.gpu)
+        result = simulate({0: df}, cluster_for_gpu(self.gpu, 1), params=self._params)
         timeline = result.timelines[0]
         records = timeline.filter(pc.is_in(timeline["seq"], pa.array([start_seq, end_seq], pa.int64())))
         ends = dict(zip(records["seq"].to_pylist(), records["end_us"].to_pylist()))

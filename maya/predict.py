@@ -15,7 +15,14 @@ import pyarrow as pa
 from maya.estimator.collective import calibrated_overlap_slowdown, calibrated_params
 from maya.estimator.estimate import estimate_trace, one_unmodelled_warning, source_shares
 from maya.estimator.exact_table import ExactTable
-from maya.estimator.host_cost import host_costs_us, host_speed_range, kernel_gap_us, launch_stream_us
+from maya.estimator.host_cost import (
+    graph_kernel_gap_us,
+    host_costs_us,
+    host_speed_range,
+    kernel_gap_us,
+    launch_stream_us,
+    marked_rows,
+)
 from maya.estimator.model_set import load_model_set, resolve_models_dir
 from maya.hardware.cluster import ClusterSpec, cluster_for_gpu
 from maya.simulator import RankBreakdown, SimulationParams, SimulationResult, export_chrome_trace, simulate
@@ -190,6 +197,8 @@ def estimate_and_simulate(
     trace (with `host_us` and `launch_us`) and the simulation result, whose `timelines` give every
     row's host and GPU times. `host_per_op_us`: host figures to use instead of the shipped ones
     (`per_op_us` of another machine's `maya profile --families host`; figures it lacks stay shipped)."""
+    from maya.emulator.attrs import GRAPH_REPLAY
+
     exact_table = _user_exact_table(exact, gpu) if exact is not None else None
     estimated = {}
     with one_unmodelled_warning():
@@ -197,6 +206,7 @@ def estimate_and_simulate(
             df = estimate_trace(table, gpu=gpu, exact=exact_table)
             df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
             df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
+            df["graph_replay"] = marked_rows(df, GRAPH_REPLAY)
             estimated[rank] = df
     if params is None:
         params = default_params(gpu)
@@ -207,7 +217,7 @@ def default_params(gpu: str) -> SimulationParams:
     """The simulation's calibration for `gpu`: NCCL fitted to its measurements where they exist
     (benchmarks/collective_model.py), its measured compute slow-down under overlap and kernel gap."""
     return SimulationParams(collective=calibrated_params(gpu), overlap_slowdown=calibrated_overlap_slowdown(gpu),
-                            kernel_gap_us=kernel_gap_us(gpu))
+                            kernel_gap_us=kernel_gap_us(gpu), graph_kernel_gap_us=graph_kernel_gap_us(gpu))
 
 
 def _host_scaled(estimated: dict[int, pd.DataFrame], scale: float) -> dict[int, pd.DataFrame]:

@@ -99,6 +99,14 @@ def kernel_gap_us(gpu: str = "h200") -> float:
     return float(_host_overhead_file(gpu).get("kernel_gap_us", 0.0))
 
 
+def graph_kernel_gap_us(gpu: str = "h200") -> float | None:
+    """The gap between a CUDA graph's back-to-back kernels (microseconds): `graph_kernel_gap_us` in
+    host_overhead.json (by benchmarks/kernel_gap.py --graph; the H200's file for others); None where
+    never measured (the simulator then uses `kernel_gap_us`)."""
+    value = _host_overhead_file(gpu).get("graph_kernel_gap_us")
+    return None if value is None else float(value)
+
+
 def composite_op_extra_us(gpu: str = "h200") -> dict[str, float]:
     """Op -> host time (microseconds) its CUDA implementation spends beyond one launch, measured on a
     real `gpu` machine (`composite_op_extra_us` in host_overhead.json; the H200's for others)."""

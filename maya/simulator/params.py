@@ -21,9 +21,14 @@ class SimulationParams:
     kernel_gap_us: float = 0.0
     """A stream's kernel starts at least this long after the previous one on it ends (the GPU front
     end's launch gap, microseconds; 0.0: uncalibrated)."""
+    graph_kernel_gap_us: float | None = None
+    """The same gap before a kernel a CUDA graph's replay launched (a trace row whose `graph_replay`
+    column is true), whose launch the front end has already set up; None: `kernel_gap_us`."""
 
     def __post_init__(self) -> None:
-        if not self.kernel_gap_us >= 0.0:
-            raise ValueError(f"kernel_gap_us={self.kernel_gap_us} must be >= 0")
+        for name in ("kernel_gap_us", "graph_kernel_gap_us"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0.0:
+                raise ValueError(f"{name}={value} must be >= 0")
         if not self.overlap_slowdown >= 1.0:
             raise ValueError(f"overlap_slowdown={self.overlap_slowdown} must be >= 1.0")

@@ -36,17 +36,21 @@ class RankState:
 
     __slots__ = (
         "rank", "trace", "matcher", "slowdown", "host_time_us", "pos", "issue_us", "start_us", "end_us",
-        "stream_free", "queues", "gap", "record_time", "record_waiters", "item_open", "item_end", "sync_row",
+        "stream_free", "queues", "gaps", "record_time", "record_waiters", "item_open", "item_end", "sync_row",
         "wake_scheduled", "busy_starts", "busy_ends", "busy_until",
     )
 
-    def __init__(self, trace: RankTrace, matcher: CollectiveMatcher, overlap_slowdown: float, kernel_gap_us: float = 0.0) -> None:
+    def __init__(self, trace: RankTrace, matcher: CollectiveMatcher, overlap_slowdown: float, kernel_gap_us: float = 0.0,
+                 graph_kernel_gap_us: float | None = None) -> None:
         n = trace.n
         self.rank = trace.rank
         self.trace = trace
         self.matcher = matcher
         self.slowdown = overlap_slowdown
-        self.gap = kernel_gap_us
+        # Per row: the front end's gap before a queued kernel (a CUDA graph's replayed kernels have their own).
+        graph_gap = kernel_gap_us if graph_kernel_gap_us is None else graph_kernel_gap_us
+        replayed = trace.graph_replay
+        self.gaps = [kernel_gap_us] * n if replayed is None else [graph_gap if r else kernel_gap_us for r in replayed]
         self.host_time_us = 0.0
         self.pos = 0
         # Per row: issue = host time after launching; start/end = GPU interval (host interval for syncs).
@@ -82,7 +86,7 @@ class RankState:
         issue, start, end = self.issue_us, self.start_us, self.end_us
         free, queues = self.stream_free, self.queues
         slow = self.slowdown != 1.0
-        gap = self.gap
+        gaps = self.gaps
         t = max(self.host_time_us, now_us)
         if self.sync_row >= 0:
             end[self.sync_row] = t
@@ -101,7 +105,7 @@ class RankState:
                 else:
                     f = free.get(s, 0.0)
                     if k == KERNEL and f > 0.0:  # not before the front end's gap after the stream's last work
-                        f += gap
+                        f += gaps[i]
                     st = t if t > f else f
                     if slow and k == KERNEL and st < self.busy_until:
                         e = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)
@@ -169,7 +173,7 @@ class RankState:
         kind, duration, launch = tr.kind, tr.duration_us, tr.launch_us
         issue, start, end = self.issue_us, self.start_us, self.end_us
         slow = self.slowdown != 1.0
-        gap = self.gap
+        gaps = self.gaps
         events: list = []
         while work:
             s = work.pop()
@@ -183,7 +187,7 @@ class RankState:
                 if k <= MEMCPY:
                     t = issue[i]
                     if k == KERNEL and f > 0.0:  # as in run_host
-                        f += gap
+                        f += gaps[i]
                     st = t if t > f else f
                     if slow and k == KERNEL and st < self.busy_until:
                         f = stretched_end_us(st, duration[i], self.busy_starts, self.busy_ends, self.slowdown)

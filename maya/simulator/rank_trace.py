@@ -74,7 +74,8 @@ class RankTrace:
     """Columns of one rank's trace as Python lists (fast to index one row at a time)."""
 
     __slots__ = (
-        "rank", "n", "kind", "stream", "event_id", "duration_us", "host_us", "launch_us", "labels", "device_sync",
+        "rank", "n", "kind", "stream", "event_id", "duration_us", "host_us", "launch_us", "graph_replay", "labels",
+        "device_sync",
         "comm", "batch", "wait_record", "sync_streams", "group_calls",
     )
 
@@ -105,6 +106,10 @@ class RankTrace:
         launch_us = (pc.fill_null(table.column("launch_us"), 0.0).to_numpy(zero_copy_only=False).astype(np.float64)
                      if "launch_us" in table.column_names else np.zeros(self.n))
         self.launch_us: list[float] = np.where(kind == KERNEL, launch_us, 0.0).tolist()
+        replayed = (pc.fill_null(table.column("graph_replay"), False).to_numpy(zero_copy_only=False).astype(bool)
+                    if "graph_replay" in table.column_names else None)
+        self.graph_replay: list[bool] | None = replayed.tolist() if replayed is not None and replayed.any() else None
+        """Per row, whether a CUDA graph's replay launched it (the optional `graph_replay` column); None: no row."""
         module = table.column("module") if "module" in table.column_names else pa.nulls(self.n, pa.string())
         phase = table.column("phase") if "phase" in table.column_names else pa.nulls(self.n, pa.string())
         # Text columns stay in Arrow: only results and error messages read them.

@@ -69,7 +69,7 @@ def simulate(
     matcher = CollectiveMatcher(representative, duration_us)
     states = {
         rank: RankState(RankTrace(rank, traces[rank], params.host), matcher, params.overlap_slowdown,
-                        params.kernel_gap_us)
+                        params.kernel_gap_us, params.graph_kernel_gap_us)
         for rank in sorted(traces)
     }
     engine = Engine()

@@ -134,6 +134,22 @@ def test_kernel_gap_separates_queued_kernels_only(trace, nvlink_cluster):
         SimulationParams(kernel_gap_us=-1.0)
 
 
+def test_a_cuda_graphs_replayed_kernels_take_the_graph_gap(trace, nvlink_cluster):
+    # Gaps 2 us (eager) and 0.5 us (graph). Three queued 10 us kernels issued at 1, 2, 3; the last two
+    # a graph's replay launched: [1, 11], [11.5, 21.5], [22, 32].
+    import pyarrow as pa
+
+    rows = trace(host_us=1.0).kernel(10.0).kernel(10.0).kernel(10.0).sync().table()
+    rows = rows.append_column("graph_replay", pa.array([False, True, True, False]))
+    params = SimulationParams(kernel_gap_us=2.0, graph_kernel_gap_us=0.5)
+    timeline = simulate({0: rows}, nvlink_cluster, params=params).timeline(0)
+    assert timeline["start_us"].tolist()[:3] == [1.0, 11.5, 22.0]
+    same = simulate({0: rows}, nvlink_cluster, params=SimulationParams(kernel_gap_us=2.0)).timeline(0)
+    assert same["start_us"].tolist()[:3] == [1.0, 13.0, 25.0]  # no graph figure: the eager gap
+    with pytest.raises(ValueError, match="graph_kernel_gap_us=-1.0 must be >= 0"):
+        SimulationParams(graph_kernel_gap_us=-1.0)
+
+
 def test_an_rnn_keeps_the_host_launching_while_the_gpu_runs_it(trace, nvlink_cluster):
     # cuDNN RNN rows whose host launches take 30 us and 20 us after their issue: the GPU starts each
     # at once (its first kernels are out) and cannot end it before the last launch; the host issues
