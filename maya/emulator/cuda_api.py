@@ -17,6 +17,7 @@ import torch
 from maya.emulator import allocator_config, fake_mode
 from maya.emulator import state as st
 from maya.emulator.events import EventKind
+from maya.emulator.generators import CUDA_RNG_FUNCTIONS
 from maya.emulator.patcher import Patcher
 from maya.emulator.streams import EmulatedEvent, EmulatedStream, StreamContext
 
@@ -197,11 +198,6 @@ def _unsupported(name: str) -> type:
     return type(name, (), {"__new__": fail, "__doc__": f"torch.cuda.{name} (not emulated)"})
 
 
-def _rng_state(device: object = None) -> torch.Tensor:
-    # Philox seed and offset, 16 bytes, as CUDA generators report them.
-    return torch.zeros(16, dtype=torch.uint8, device="cpu")
-
-
 def _stream_tensor(self: torch.Tensor, stream: EmulatedStream) -> None:
     """Tensor.record_stream: the block may only be reused once `stream` is done (not modelled)."""
 
@@ -241,15 +237,7 @@ def install_cuda_api(patcher: Patcher) -> None:
         "set_stream": _set_stream,
         "stream": StreamContext,
         "StreamContext": StreamContext,
-        "manual_seed": lambda seed: None,
-        "manual_seed_all": lambda seed: None,
-        "seed": lambda: None,
-        "seed_all": lambda: None,
-        "initial_seed": lambda: 0,
-        "get_rng_state": _rng_state,
-        "get_rng_state_all": lambda: [_rng_state(i) for i in range(s.config.local_world_size)],
-        "set_rng_state": lambda new_state, device="cuda": None,
-        "set_rng_state_all": lambda new_states: None,
+        **CUDA_RNG_FUNCTIONS,
         "memory_allocated": lambda device=None: (index(device), s.allocator.stats.allocated_bytes)[1],
         "max_memory_allocated": lambda device=None: (index(device), s.allocator.stats.peak_allocated_bytes)[1],
         "memory_reserved": lambda device=None: (index(device), s.allocator.stats.reserved_bytes)[1],

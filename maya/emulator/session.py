@@ -101,7 +101,7 @@ class EmulationSession:
             install_group_norm(patcher)
             install_ctc_loss(patcher)
             install_data_constructors(patcher)
-            install_generators(patcher)
+            install_generators(patcher, self.config.local_world_size)
             install_checkpoints(patcher)
             install_safetensors(patcher)
             install_flex_attention(Recorder)
