@@ -6,6 +6,12 @@ small CPU tensors whose *values* matter: DeviceMesh lays out ranks with `torch.a
 data pipelines index with CPU tensors, schedules read CPU counters. So an op runs for real when it
 only touches real CPU tensors of at most `HOST_REAL_MAX_NUMEL` elements each, or is a CPU factory
 making one that small. Everything else stays fake.
+
+A CPU permutation or range of indices (`randperm`, `arange`) runs for real up to
+`HOST_INDEX_MAX_NUMEL` elements: a shuffling sampler draws `torch.randperm(len(dataset)).tolist()`
+over datasets of millions of samples (PyTorch's RandomSampler and DistributedSampler, Megatron's
+mock dataset), and faked it gave a placeholder read per sample, which ran into the emulator's bound
+on them; a dataset's indices are no model-sized tensor.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
 HOST_REAL_MAX_NUMEL = 1 << 16
 """Largest CPU tensor (elements) that is computed for real."""
+HOST_INDEX_MAX_NUMEL = 1 << 26
+"""Largest CPU `randperm` / `arange` (elements) made for real (512 MiB of int64)."""
 
 aten = torch.ops.aten
 
@@ -27,6 +35,9 @@ _SIZE_FACTORIES = frozenset({
 """Factories whose first argument is the output size (the `.generator` overloads: given a host
 `torch.Generator`, as `random_split` and seeded samplers do)."""
 _RANDINT = frozenset({aten.randint.default, aten.randint.low, aten.randint.generator, aten.randint.low_generator})
+_INDEX_FACTORIES = frozenset({aten.randperm.default, aten.randperm.generator, aten.arange.default, aten.arange.start,
+                              aten.arange.start_step})
+"""Factories of dataset indices (`HOST_INDEX_MAX_NUMEL`)."""
 
 
 def _factory_numel(func, args: tuple) -> int | None:
@@ -80,7 +91,7 @@ def runs_on_host(func, args: tuple, kwargs: dict) -> bool:
         numel = _factory_numel(func, args)
     except (TypeError, ValueError, IndexError):
         return False
-    return numel is not None and numel <= HOST_REAL_MAX_NUMEL
+    return numel is not None and numel <= (HOST_INDEX_MAX_NUMEL if func in _INDEX_FACTORIES else HOST_REAL_MAX_NUMEL)
 
 
 def host_ints(lengths) -> list[int] | None:

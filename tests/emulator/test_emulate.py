@@ -591,3 +591,28 @@ def test_a_session_that_cannot_start_raises_its_own_error_alone(tmp_path, monkey
     with pytest.raises(ImportError):
         run_script(script, [], config)
     assert sys.argv == argv
+
+
+def test_a_shuffling_loader_over_a_large_dataset_draws_a_real_permutation(tmp_path):
+    # RandomSampler draws torch.randperm(len(dataset)).tolist(): over 200,000 samples, faked, it gave a
+    # placeholder read per sample and ran into the emulator's bound on them (Megatron's mock dataset).
+    script = tmp_path / "shuffle.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data import DataLoader, Dataset\n"
+        "class Tokens(Dataset):\n"
+        "    def __len__(self):\n"
+        "        return 200_000\n"
+        "    def __getitem__(self, i):\n"
+        "        return torch.full((16,), i)\n"
+        "seen = []\n"
+        "for step, batch in enumerate(DataLoader(Tokens(), batch_size=8, shuffle=True)):\n"
+        "    seen += batch[:, 0].tolist()\n"
+        "    batch.cuda().float().sum()\n"
+        "    if step == 2:\n"
+        "        break\n"
+        "assert len(set(seen)) == 24 and max(seen) > 1000, seen\n"
+    )
+    summary = maya.emulate(script, [], gpu="h200", trace_dir=tmp_path / "trace")
+    assert summary.exit_code == 0, summary.error
+
