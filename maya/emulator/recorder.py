@@ -306,6 +306,13 @@ def pause_during_sharding_propagation(patcher, recorder: "Recorder") -> None:
     patcher.set(ShardingPropagator, "_propagate_tensor_meta_non_cached", propagate)
 
 
+def _other_proxy_index(device: object) -> bool:
+    """A device index given as a bare int (`torch.empty(n, device=torch.cuda.current_device())`,
+    Megatron-Core's buffers) reaches the dispatcher as the proxy device of that index (`maya:1`), as
+    PyTorch maps an int to its accelerator; every emulated tensor lives on the proxy's index 0."""
+    return isinstance(device, torch.device) and device.type == INTERNAL_TYPE and device.index not in (None, 0)
+
+
 class Recorder(TorchDispatchMode):
     """Records GPU ops into `state` and emulates their memory."""
 
@@ -358,7 +365,7 @@ class Recorder(TorchDispatchMode):
         name = _op_name(func)
         if kwargs:
             device = kwargs.get("device")
-            if device is not None and is_cuda_like(device):
+            if device is not None and (is_cuda_like(device) or _other_proxy_index(device)):
                 kwargs = {**kwargs, "device": INTERNAL_DEVICE}
             if kwargs.get("pin_memory") and not self.paused:
                 # A factory asked for pinned host memory (torch.empty(..., pin_memory=True), DDP's

@@ -616,3 +616,21 @@ def test_a_shuffling_loader_over_a_large_dataset_draws_a_real_permutation(tmp_pa
     summary = maya.emulate(script, [], gpu="h200", trace_dir=tmp_path / "trace")
     assert summary.exit_code == 0, summary.error
 
+
+def test_a_device_given_as_an_index_is_the_emulated_gpu_of_that_rank(tmp_path):
+    # Megatron-Core allocates its buffers with device=torch.cuda.current_device(), an int: on local rank 1
+    # that reached the dispatcher as the proxy device's index 1, apart from every other emulated tensor.
+    from maya.world.rank_emulation import emulate_rank
+
+    script = tmp_path / "index_device.py"
+    script.write_text(
+        "import torch\n"
+        "torch.cuda.set_device(1)\n"
+        "buffer = torch.empty(4, 8, device=torch.cuda.current_device())\n"
+        "x = torch.randn(4, 8, device='cuda')\n"
+        "assert buffer.device == x.device == torch.device('cuda', 1), (buffer.device, x.device)\n"
+        "(buffer + x).sum()\n"
+        "torch.ones(2).to(1).add_(x[0, :2])\n"
+    )
+    result = emulate_rank(str(script), [], "h200", 1, 2, 2)
+    assert result.exit_code == 0, result.error
