@@ -5,6 +5,7 @@
 #   bash benchmarks/third_party/run.sh nanogpt          # karpathy/nanoGPT 3adf61e, 1 and 8 GPUs
 #   bash benchmarks/third_party/run.sh torchtitan       # torchtitan 0.2.2 (PyPI): debug model on 1 and 8 GPUs (TP, PP), Llama 3 8B on 16 x 8 (TP x FSDP, TP x PP x FSDP)
 #   bash benchmarks/third_party/run.sh torchtitan-main  # torchtitan main b5bcd76: its first step (it needs a torch newer than 2.13 after it)
+#   bash benchmarks/third_party/run.sh megatron-core    # Megatron-LM d98e8a6: examples/run_simple_mcore_train_loop.py on 2 GPUs (TP 2)
 #
 # Each needs the network (git clone, pip) and makes its own virtual environment under $WORK (default
 # /tmp/maya-third-party) with torch 2.13.0 (CPU), this checkout of Maya and the project's own
@@ -74,5 +75,16 @@ case "${1:-}" in
     # Fails after its first step (torch.distributed.set_timeout is torch 2.14's); the page gives that step.
     "$env/bin/maya" emulate --nproc-per-node 1 -m torchtitan.train --module llama3 --config llama3_debugmodel \
       --training.steps 4 || true ;;
-  *) echo "usage: bash benchmarks/third_party/run.sh nanogpt|torchtitan|torchtitan-main" >&2; exit 2 ;;
+  megatron-core)
+    checkout https://github.com/NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553 "$WORK/Megatron-LM"
+    env=$(venv megatron numpy packaging pybind11 triton)  # Megatron-Core imports triton (MoE ops) at start
+    cd "$WORK/Megatron-LM"
+    # Its mock dataset needs C++ helpers, which its Makefile names with python3-config's suffix (a venv has
+    # none, and the system's may be another Python's): built here for the venv's Python.
+    (cd megatron/core/datasets && g++ -O3 -Wall -shared -std=c++17 -fPIC $("$env/bin/python" -m pybind11 --includes) \
+      helpers.cpp -o "helpers_cpp$("$env/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')")
+    # Fails after its 5 iterations, at the checkpoint save (docs/emulation.md says why); the page gives them.
+    PATH="$env/bin:$PATH" PYTHONPATH="$WORK/Megatron-LM" "$env/bin/maya" emulate --nproc-per-node 2 \
+      examples/run_simple_mcore_train_loop.py || true ;;
+  *) echo "usage: bash benchmarks/third_party/run.sh nanogpt|torchtitan|torchtitan-main|megatron-core" >&2; exit 2 ;;
 esac
