@@ -21,6 +21,7 @@ reused worker process, which keeps torch and Maya warm between emulations (see
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -184,18 +185,25 @@ class _InProcessRunner:
         results: dict[int, RankResult] = {}
         queue = ranks
         while queue:
-            for rank, result in self.emulate(queue):
-                add_messages(self.objects, result.sent_objects)
-                if result.waiting_for is None:
-                    self.parked.pop(rank, None)
-                    self.completed.add(rank)
-                    results[rank] = self.finished(result)
-                else:
-                    self.parked[rank] = result
-                    self.progress(f"  rank {rank} waits for an object list from rank {result.waiting_for}, "
-                                  "which it receives before that rank was emulated; it runs again after it")
+            # closing: a rank that fails ends the world, and the runs still going are stopped at once
+            # (the emulate generator's clean-up), not when the traceback lets the generator go
+            with contextlib.closing(self.emulate(queue)) as runs:
+                for rank, result in runs:
+                    self._arrived(rank, result, results)
             queue = self._next_round()
         return results
+
+    def _arrived(self, rank: int, result: RankResult, results: dict[int, RankResult]) -> None:
+        """File one finished emulation: its object lists, then the rank as done or as waiting."""
+        add_messages(self.objects, result.sent_objects)
+        if result.waiting_for is None:
+            self.parked.pop(rank, None)
+            self.completed.add(rank)
+            results[rank] = self.finished(result)
+        else:
+            self.parked[rank] = result
+            self.progress(f"  rank {rank} waits for an object list from rank {result.waiting_for}, "
+                          "which it receives before that rank was emulated; it runs again after it")
 
     def _next_round(self) -> list[int]:
         """The parked ranks whose object list has arrived, after the senders still to emulate."""
