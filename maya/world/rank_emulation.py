@@ -41,6 +41,9 @@ class RankResult:
     emulation had not sent it (`maya.emulator.object_mailbox`); None: it did not stop so."""
     waiting_key: MessageKey | None = None
     """The key of the object list it waits for."""
+    process_emulations: int = 1
+    """Emulations its worker process had run, this one included (Ray reuses workers): above 1, state a
+    library kept from an earlier emulation (a module-level global) may have made it fail."""
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -65,6 +68,8 @@ def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: 
     from maya.hardware import load_gpu
     from maya.trace.build import rows_to_table
 
+    global _EMULATIONS
+    _EMULATIONS += 1
     started = time.perf_counter()
     config = RankConfig(
         gpu=load_gpu(gpu), rank=rank, world_size=world_size, local_rank=rank % local_world_size,
@@ -88,21 +93,29 @@ def emulate_rank(script: str, args: list[str], gpu: str, rank: int, world_size: 
         sent_objects=tuple(state.mailbox.sent),
         waiting_for=waiting.src if waiting is not None else None,
         waiting_key=waiting.key if waiting is not None else None,
+        process_emulations=_EMULATIONS,
     )
+
+
+_EMULATIONS = 0
+"""Emulations this process has run (`RankResult.process_emulations`)."""
 
 
 MAX_EMULATIONS_PER_WORKER = 50
 """Emulations a worker process runs before Ray replaces it (bounds what a script might leak into it)."""
 
 
-def remote_emulate_rank():
+def remote_emulate_rank(fresh: bool = False):
     """`emulate_rank` as a Ray task of one CPU, retried once if its process dies.
 
     Ray runs the tasks on reused worker processes: a warm worker has torch, Maya and PyTorch's
     dispatch caches loaded, and emulates a 2-block Llama-70B-width rank (1,418 trace rows) in 1.7-2.1 s
     where the first emulation in a process takes 5.4 s (benchmarks/results/rank_emulation_warm.json). A rank's patches, process groups
-    and allocator are set up and torn down by `maya.emulator.runner.run_script` for each emulation.
+    and allocator are set up and torn down by `maya.emulator.runner.run_script` for each emulation;
+    what a library keeps in its own modules is not (Megatron's parsed arguments), which is why a rank
+    that fails in a reused worker is emulated again in a fresh one (`fresh`: a process per emulation,
+    `maya.world.world_emulation._RankRunner`).
     """
     import ray
 
-    return ray.remote(num_cpus=1, max_retries=1, max_calls=MAX_EMULATIONS_PER_WORKER)(emulate_rank)
+    return ray.remote(num_cpus=1, max_retries=1, max_calls=1 if fresh else MAX_EMULATIONS_PER_WORKER)(emulate_rank)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -249,8 +250,17 @@ class _RankRunner(_InProcessRunner):
         self.task = remote_emulate_rank()
         # The allocator settings of the `maya emulate` command's environment reach every rank, whether Ray's
         # workers were started from this environment or not (a cluster started before, elsewhere).
-        if alloc_env := environment_settings():
-            self.task = self.task.options(runtime_env={"env_vars": alloc_env})
+        self.env_vars = environment_settings()
+        if self.env_vars:
+            self.task = self.task.options(runtime_env={"env_vars": self.env_vars})
+
+    def _fresh(self, rank: int):
+        """The task on a worker process of its own: Ray starts one for a runtime environment no worker
+        has (an idle worker of the pool, whatever it ran before, would take a task of `max_calls` 1)."""
+        env = {**(self.env_vars or {}), "MAYA_FRESH_WORKER": f"{os.getpid()}-{id(self)}-{rank}-{time.monotonic_ns()}"}
+        from maya.world.rank_emulation import remote_emulate_rank
+
+        return remote_emulate_rank(fresh=True).options(runtime_env={"env_vars": env})
 
     def emulate(self, ranks: list[int]) -> Iterator[tuple[int, RankResult]]:
         """Emulate `ranks` as Ray tasks at once (each with the object lists sent before any starts), yielding
@@ -272,6 +282,13 @@ class _RankRunner(_InProcessRunner):
                     raise ActorDiedError(
                         f"rank {rank}: the emulation process died, was restarted once and died again ({e})"
                     ) from None
+                if result.exit_code and result.waiting_for is None and result.process_emulations > 1:
+                    # A library's module-level state from an earlier emulation in that worker (Megatron's
+                    # "args is already initialized") fails a script that a fresh process runs: its own
+                    # process decides, as torchrun's would.
+                    self.progress(f"  rank {rank} failed in a reused worker process; emulating it again in a fresh one")
+                    result = ray.get(self._fresh(rank).remote(script, args, gpu, rank, self.world_size,
+                                                              self.local_world_size, objects))
                 yield rank, result
         finally:
             for ref in pending:

@@ -102,6 +102,17 @@ def test_pipeline_stages_without_example_tensors_learn_their_shapes_from_each_ot
         assert any(r["op"] == "nccl:recv" for r in rows) and any(r["op"] == "nccl:send" for r in rows)
 
 
+def test_a_rank_failing_in_a_reused_worker_runs_again_in_a_fresh_one(ray_local, tmp_path):
+    # Ray reuses worker processes; a library's module state (this one refuses a second initialization,
+    # as Megatron's arguments do) then failed every rank after a worker's first. Four ranks on two
+    # CPUs: some worker runs two, and that rank is emulated again in a process of its own.
+    lines = []
+    s = maya.emulate(SCRIPTS / "module_state" / "train_once.py", [], nproc_per_node=4, trace_dir=tmp_path / "t",
+                     dedup=False, progress=lines.append)
+    assert s.exit_code == 0, s.error
+    assert any("failed in a reused worker process; emulating it again in a fresh one" in line for line in lines), lines
+
+
 def test_more_rank_classes_than_allowed_fails_before_emulating_them(tmp_path):
     # Two pipeline stages are two classes; a bound of one stops after rank 0 and the probes.
     args = [*TINY, "--tp", "2", "--pp", "2", "--dp", "fsdp", "--accum", "2"]
