@@ -19,6 +19,7 @@ than the real one.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 
 import torch
@@ -86,12 +87,37 @@ class NcclRuntime:
     def issue(self, call: CommCall, *, async_op: bool) -> int:
         """Record `call` (or add it to its group's open batch); returns the end event id (-1 if batched)."""
         if self.state.values is not None:  # the call writes them: values known before mostly are not any more
-            self.state.values.collective(call.op, call.reduce_op, call.outputs, root=call.root == self.state.config.rank)
+            root = call.root == self.state.config.rank
+            if call.op == "broadcast" and root:
+                self._publish_broadcast(call)
+            self.state.values.collective(call.op, call.reduce_op, call.outputs, root=root)
+            if call.op == "broadcast" and not root:
+                self._take_broadcast(call)
         batch = self.batches.get(call.group_name)
         if batch is not None:
             batch.calls.append(call)
             return -1
         return self._post([call], async_op=async_op)
+
+    def _publish_broadcast(self, call: CommCall) -> None:
+        """The root's values of a broadcast, where it knows them all, for the ranks that receive it
+        (`maya.emulator.object_mailbox`)."""
+        known = [self.state.values.exact(t) for t in call.outputs]
+        values = known if known and all(k is not None for k in known) else None
+        self.state.mailbox.publish(call.group_ranks, call.root, pickle.dumps(values))
+
+    def _take_broadcast(self, call: CommCall) -> None:
+        """A non-root rank's outputs of a broadcast: the root's values where its emulation published
+        them, unknown where it did not know them; without a publication, as `ValueHints.collective` left them."""
+        payload = self.state.mailbox.published(call.group_ranks, call.root)
+        if payload is None:
+            return
+        values = pickle.loads(payload)
+        for i, t in enumerate(call.outputs):
+            if values is not None and i < len(values):
+                self.state.values.set_exact(t, values[i])
+            else:
+                self.state.values.written(t)
 
     def start_batch(self, group_name: str) -> None:
         self.batches[group_name] = _Batch()

@@ -13,6 +13,12 @@ world emulator runs rank 0 until it waits for stage 1's backward metadata, then 
 receives stage 0's forward metadata) until it waits for stage 2's, and so on to the last stage, then
 back: each stage's second emulation finds what it waits for.
 
+A broadcast's values travel the same way where the root knows them exactly (a small flag or count:
+Megatron's rank 0 broadcasts its "train, validate, test" flags to its tensor-parallel peers, which
+had otherwise read zeros and skipped training): the root's emulation publishes them (`publish`,
+or that it did not know them), and a non-root rank takes them (`published`) when the root's
+emulation, or one at its position, ran before; a non-root rank never waits for them.
+
 An object is looked up by where its sender and receiver sit in the group (`message_key`), so a rank
 whose sender was never emulated reads what an emulated rank at the same position of a group of the
 same shape sent: the sender's class representative, whose trace stands for the sender's (the rank
@@ -84,6 +90,25 @@ class ObjectMailbox:
 
     def send(self, group_ranks: tuple[int, ...], src: int, dst: int, pickles: tuple[bytes, ...]) -> None:
         self.sent.append(ObjectMessage(self.next_key(group_ranks, src, dst), src, pickles))
+
+    def publish(self, group_ranks: tuple[int, ...], root: int, payload: bytes) -> None:
+        """The root's side of a broadcast: `payload` (the pickled values, or of None) for the others."""
+        self.sent.append(ObjectMessage(self._broadcast_key(group_ranks, root), root, (payload,)))
+
+    def published(self, group_ranks: tuple[int, ...], root: int) -> bytes | None:
+        """A non-root rank's side of the same broadcast: what the root published, None if no emulation did."""
+        senders = self.inbox.get(self._broadcast_key(group_ranks, root))
+        if not senders:
+            return None
+        return (senders[root] if root in senders else senders[min(senders)])[0]
+
+    def _broadcast_key(self, group_ranks: tuple[int, ...], root: int) -> MessageKey:
+        """Broadcasts are counted per group (every member issues each), keyed like a message to position -1."""
+        pair = (group_ranks, -1, -1)
+        count = self._counts.get(pair, 0)
+        self._counts[pair] = count + 1
+        shape = tuple(r - group_ranks[0] for r in group_ranks)
+        return shape, group_ranks.index(root), -1, count
 
     def receive(self, group_ranks: tuple[int, ...], src: int, dst: int) -> tuple[bytes, ...]:
         """The pickles `src` sent: its own where it was emulated, else those of a sender at its position."""

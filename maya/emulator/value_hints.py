@@ -183,6 +183,14 @@ class ValueHints:
                 if not keys:
                     del self._exact_storages[entry[2]]
 
+    def set_exact(self, t: object, values: torch.Tensor) -> None:
+        """Take `t`'s values to be `values` (a host tensor of its shape: what another rank's emulation
+        broadcast, `maya.emulator.object_mailbox`), where `t` is small enough to compute on."""
+        if isinstance(t, FakeTensor) and t.numel() <= _computed_limit(t.dtype) and tuple(values.shape) == tuple(t.shape):
+            self._set_exact(t, values.to(t.dtype))
+        else:
+            self.written(t)
+
     def written(self, t: object) -> None:
         """`t` was written to: every known tensor sharing its storage (views included) is forgotten."""
         if isinstance(t, FakeTensor) and self._exact_storages:

@@ -368,8 +368,9 @@ def emulate_world(
     script = script if isinstance(script, ScriptModule) else str(Path(script).resolve())
     pool = runner(script, list(args), gpu, world_size, local_world_size, progress,
                   after_rank, first_ranks, late_failures)
-    if not dedup:
-        results = pool.run(range(world_size), "every rank")
+    if not dedup:  # rank 0 first, as with classes: the others read its broadcasts (maya.emulator.object_mailbox)
+        results = pool.run([0], "rank 0")
+        results.update(pool.run(range(1, world_size), "every other rank"))
         return WorldEmulation(world_size=world_size, results=results, rank_to_representative={r: r for r in range(world_size)})
     if rank_classes is not None:
         return _known_classes(pool, world_size, dict(rank_classes), variant_families, zero_only_families, max_rank_classes)

@@ -296,3 +296,19 @@ def test_a_fake_default_group_is_refused(tmp_path):
     script.write_text("import torch.distributed as dist\ndist.init_process_group('fake')\n")
     result = emulate_rank(str(script), [], "h200", 0, 2, 2)
     assert result.exit_code != 0 and "init_process_group(backend='fake')" in result.error
+
+
+def test_a_broadcast_carries_the_values_the_root_knows():
+    # Rank 1 starts from zeros; before, it kept them (and skipped the GEMM), now it reads rank 0's flags.
+    from maya.world import emulate_world
+
+    world = emulate_world(str(SCRIPTS / "broadcast_flags.py"), [], gpu="h200", world_size=2, local_world_size=2,
+                          in_process=True)  # rank 0 first, then rank 1 as the probe of the world group
+    for rank in (0, 1):
+        ops = [r["op"] for r in world.results[rank].table.to_pylist()]
+        assert "aten::mm" in ops and "aten::sigmoid" in ops and "aten::relu" not in ops, (rank, ops)
+    alone = emulate_rank(str(SCRIPTS / "broadcast_flags.py"), [], "h200", 1, 2, 2)  # no root emulated before it
+    assert "aten::mm" not in [r["op"] for r in alone.table.to_pylist()]  # its own zeros, as before
+    every = emulate_world(str(SCRIPTS / "broadcast_flags.py"), [], gpu="h200", world_size=2, local_world_size=2,
+                          in_process=True, dedup=False)  # rank 0 first here too
+    assert "aten::mm" in [r["op"] for r in every.results[1].table.to_pylist()]
