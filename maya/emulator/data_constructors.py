@@ -6,6 +6,12 @@ dispatch modes; on the autograd engine's thread, where a custom autograd Functio
 FlexAttention's) runs, it did not, and the call failed with "Could not run 'aten::empty_strided'
 with arguments from the 'CUDA' backend". Inside a backward pass these constructors therefore build
 the tensor on the host and move it with `.to()`, which records the same host-to-device copy.
+
+Data that holds emulated GPU tensors (`torch.tensor([t.norm() for t in grads])`, Megatron-Core's
+gradient norm without Apex) is read element by element on a GPU, one `.item()` each; C++ did those
+reads below Maya's dispatch modes ("Could not run 'aten::_local_scalar_dense' with arguments from
+the 'maya' backend"). So such elements are read with `.item()` first, which records each read and
+answers it as any other (`maya.emulator.value_hints`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,17 @@ from maya.emulator.backend import is_cuda_like
 from maya.emulator.fake_mode import is_emulated_cuda
 from maya.emulator.out_of_memory import in_backward
 from maya.emulator.patcher import Patcher
+
+
+def _read_emulated_elements(data):
+    """`data` with every emulated GPU tensor inside a list or tuple read as its `.item()` (module docstring)."""
+    if not isinstance(data, (list, tuple)) or not _holds_emulated(data):
+        return data
+    return [d.item() if is_emulated_cuda(d) else _read_emulated_elements(d) for d in data]
+
+
+def _holds_emulated(data) -> bool:
+    return any(is_emulated_cuda(d) or (isinstance(d, (list, tuple)) and _holds_emulated(d)) for d in data)
 
 
 def _on_host(original, data, device, kwargs: dict) -> torch.Tensor:
@@ -34,6 +51,7 @@ def install_data_constructors(patcher: Patcher) -> None:
         def construct(data, *args, _original=original, **kwargs):
             if args:  # as_tensor(data, dtype, device): name the positional ones
                 kwargs = {**dict(zip(("dtype", "device"), args)), **kwargs}
+            data = _read_emulated_elements(data)
             device = kwargs.pop("device", None)
             if isinstance(data, torch.Tensor) or not is_cuda_like(device) or not in_backward():
                 return _original(data, **kwargs, **({} if device is None else {"device": device}))

@@ -34,7 +34,7 @@ from maya.emulator.data_constructors import install_data_constructors
 from maya.emulator.deepspeed_compat import install_deepspeed
 from maya.emulator.distributed import install_distributed
 from maya.emulator.events import EventKind
-from maya.emulator.fake_mode import EmulatorFakeMode, patch_fake_tensor, set_user_device_index
+from maya.emulator.fake_mode import EmulatorFakeMode, is_emulated_cuda, patch_fake_tensor, set_user_device_index
 from maya.emulator.flex_attention import install_flex_attention
 from maya.emulator.generators import install_generators
 from maya.emulator.group_norm import install_group_norm
@@ -225,6 +225,7 @@ def _patch_movement(patcher: Patcher) -> None:
 
     patcher.set(torch.Tensor, "to", to)
     patcher.set(torch.Tensor, "cuda", cuda)
+    patcher.set(torch.Tensor, "type", _tensor_type)
     patcher.set(nn.Module, "_apply", _module_apply)
     original_init = torch.optim.Optimizer.__init__
 
@@ -241,6 +242,28 @@ def _patch_movement(patcher: Patcher) -> None:
     patcher.after_import("torch.distributed.fsdp._fully_shard._fsdp_init",
                          lambda module: _patch_fsdp2_move(module, patcher))
     patcher.after_import("torch.distributed.fsdp._flat_param", lambda module: _refuse_fsdp1_cpu_offload(module, patcher))
+
+
+_ORIGINAL_TYPE = torch.Tensor.type
+_LEGACY_TYPES = {
+    "FloatTensor": torch.float32, "DoubleTensor": torch.float64, "HalfTensor": torch.float16,
+    "BFloat16Tensor": torch.bfloat16, "ByteTensor": torch.uint8, "CharTensor": torch.int8, "ShortTensor": torch.int16,
+    "IntTensor": torch.int32, "LongTensor": torch.int64, "BoolTensor": torch.bool,
+}
+"""The legacy tensor type names `Tensor.type()` answers and takes, and their dtypes."""
+
+
+def _tensor_type(self, dtype=None, non_blocking=False, **kwargs):
+    """`Tensor.type()`: an emulated CUDA tensor is a `torch.cuda.<Type>Tensor` (Megatron's mixed-precision
+    optimizer checks parameters so; PyTorch names the proxy device's `torch.maya.<Type>Tensor`), and
+    `.type("torch.cuda.HalfTensor")` casts onto the emulated GPU."""
+    if dtype is None:
+        name = _ORIGINAL_TYPE(self)
+        return name.replace(f"torch.{INTERNAL_DEVICE.type}.", "torch.cuda.", 1) if is_emulated_cuda(self) else name
+    name = dtype if isinstance(dtype, str) else f"{getattr(dtype, '__module__', '')}.{getattr(dtype, '__name__', '')}"
+    if name.startswith("torch.cuda.") and name.split(".")[-1] in _LEGACY_TYPES:
+        return self.to(device="cuda", dtype=_LEGACY_TYPES[name.split(".")[-1]], non_blocking=non_blocking)
+    return _ORIGINAL_TYPE(self, dtype, non_blocking, **kwargs)
 
 
 def _patch_data_parallel(patcher: Patcher) -> None:

@@ -634,3 +634,27 @@ def test_a_device_given_as_an_index_is_the_emulated_gpu_of_that_rank(tmp_path):
     )
     result = emulate_rank(str(script), [], "h200", 1, 2, 2)
     assert result.exit_code == 0, result.error
+
+
+def test_legacy_tensor_types_and_tensors_built_from_gpu_scalars(tmp_path):
+    # Megatron's mixed-precision optimizer checks param.type() == "torch.cuda.BFloat16Tensor", and its
+    # Apex-free gradient norm builds torch.tensor([t.norm() for t in grads]) from GPU scalars, which C++
+    # read below Maya's modes ("Could not run 'aten::_local_scalar_dense' with arguments from the 'maya' backend").
+    script = tmp_path / "legacy.py"
+    script.write_text(
+        "import torch\n"
+        "w = torch.nn.Linear(8, 8).cuda().bfloat16().weight\n"
+        "assert w.type() == 'torch.cuda.BFloat16Tensor', w.type()\n"
+        "assert torch.ones(2).type() == 'torch.FloatTensor'\n"
+        "h = w.type('torch.cuda.HalfTensor')\n"
+        "assert h.dtype == torch.float16 and h.is_cuda and h.type() == 'torch.cuda.HalfTensor'\n"
+        "grads = [torch.randn(16, device='cuda'), torch.randn(4, 4, device='cuda')]\n"
+        "norms = torch.tensor([[g.norm() for g in grads]])\n"
+        "assert norms.shape == (1, 2) and norms.device.type == 'cpu'\n"
+        "total = torch.tensor([float(norms.norm())], device='cuda')\n"
+        "assert total.is_cuda\n"
+    )
+    summary = maya.emulate(script, [], gpu="h200", trace_dir=tmp_path / "trace")
+    assert summary.exit_code == 0, summary.error
+    ops = [r["op"] for r in read_rank_trace(summary.trace_dir, 0).to_pylist()]
+    assert ops.count("cuda:item") >= 2  # each GPU scalar read on the host, as CUDA reads it
