@@ -88,10 +88,11 @@ class NcclRuntime:
         """Record `call` (or add it to its group's open batch); returns the end event id (-1 if batched)."""
         if self.state.values is not None:  # the call writes them: values known before mostly are not any more
             root = call.root == self.state.config.rank
-            if call.op == "broadcast" and root:
+            carries = call.op == "broadcast" and call.root is not None and bool(call.outputs)  # not an object call's
+            if carries and root:
                 self._publish_broadcast(call)
             self.state.values.collective(call.op, call.reduce_op, call.outputs, root=root)
-            if call.op == "broadcast" and not root:
+            if carries and not root:
                 self._take_broadcast(call)
         batch = self.batches.get(call.group_name)
         if batch is not None:
