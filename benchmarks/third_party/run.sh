@@ -6,6 +6,7 @@
 #   bash benchmarks/third_party/run.sh torchtitan       # torchtitan 0.2.2 (PyPI): debug model on 1 and 8 GPUs (TP, PP), Llama 3 8B on 16 x 8 (TP x FSDP, TP x PP x FSDP)
 #   bash benchmarks/third_party/run.sh torchtitan-main  # torchtitan main b5bcd76: its first step (it needs a torch newer than 2.13 after it)
 #   bash benchmarks/third_party/run.sh megatron-core    # Megatron-LM d98e8a6: examples/run_simple_mcore_train_loop.py on 2 GPUs (TP 2)
+#   bash benchmarks/third_party/run.sh megatron-lm      # Megatron-LM d98e8a6: pretrain_gpt.py, mock data, TP 2 x PP 2 (Python 3.12: $PYTHON312)
 #
 # Each needs the network (git clone, pip) and makes its own virtual environment under $WORK (default
 # /tmp/maya-third-party) with torch 2.13.0 (CPU), this checkout of Maya and the project's own
@@ -21,7 +22,7 @@ venv() {  # venv NAME PIP-ARGS...: a virtual environment with torch 2.13.0, Maya
   if [ ! -e "$dir/.complete" ]; then  # made again if an earlier run stopped half-way
     rm -rf "$dir"
     {
-      python3 -m venv "$dir"
+      "${VENV_PYTHON:-python3}" -m venv "$dir"
       "$dir/bin/pip" install -q torch==2.13.0
       "$dir/bin/pip" install -q -e "$MAYA"
       [ $# -eq 0 ] || "$dir/bin/pip" install -q "$@"
@@ -86,5 +87,21 @@ case "${1:-}" in
     # Fails after its 5 iterations, at the checkpoint save (docs/emulation.md says why); the page gives them.
     PATH="$env/bin:$PATH" PYTHONPATH="$WORK/Megatron-LM" "$env/bin/maya" emulate --nproc-per-node 2 \
       examples/run_simple_mcore_train_loop.py || true ;;
-  *) echo "usage: bash benchmarks/third_party/run.sh nanogpt|torchtitan|torchtitan-main|megatron-core" >&2; exit 2 ;;
+  megatron-lm)
+    checkout https://github.com/NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553 "$WORK/Megatron-LM"
+    # megatron.training needs Python 3.12 (typing.override) at this commit.
+    env=$(VENV_PYTHON="${PYTHON312:-python3.12}" venv megatron312 numpy packaging pybind11 triton)
+    cd "$WORK/Megatron-LM"
+    (cd megatron/core/datasets && g++ -O3 -Wall -shared -std=c++17 -fPIC $("$env/bin/python" -m pybind11 --includes) \
+      helpers.cpp -o "helpers_cpp$("$env/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')")
+    # A small GPT without Apex or Transformer Engine (--transformer-impl local and the fusions they provide off);
+    # CUDA_DEVICE_MAX_CONNECTIONS=1 as Megatron requires for tensor parallelism on a GPU.
+    time CUDA_DEVICE_MAX_CONNECTIONS=1 PATH="$env/bin:$PATH" PYTHONPATH="$WORK/Megatron-LM" "$env/bin/maya" emulate \
+      --nproc-per-node 4 pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+      --num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --max-position-embeddings 512 \
+      --micro-batch-size 2 --global-batch-size 16 --train-iters 3 --lr 1e-4 --mock-data --tokenizer-type NullTokenizer \
+      --vocab-size 32000 --transformer-impl local --bf16 --log-interval 1 --eval-iters 0 --eval-interval 1000 \
+      --no-gradient-accumulation-fusion --no-persist-layer-norm --no-masked-softmax-fusion --no-bias-gelu-fusion \
+      --no-bias-dropout-fusion --no-rope-fusion ;;
+  *) echo "usage: bash benchmarks/third_party/run.sh nanogpt|torchtitan|torchtitan-main|megatron-core|megatron-lm" >&2; exit 2 ;;
 esac

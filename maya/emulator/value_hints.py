@@ -90,7 +90,9 @@ broadcast. A sum is not kept (a count that differs between ranks would be silent
 another rank broadcasts (`torch.tensor(n if rank == 0 else -1)` differs by rank), except where this
 rank's own values are zeros: the "nothing is wrong" answer, which every rank then holds (FSDP1 sums
 each rank's count of missing optimizer states and stops unless it is 0; Lightning broadcasts rank 0's
-"received SIGTERM" flag before every batch and stops a rank that reads 1)."""
+"received SIGTERM" flag before every batch and stops a rank that reads 1). Where the root's emulation
+ran first and knew the values it broadcast, a non-root rank takes those instead (`set_exact`, from
+`maya.emulator.nccl`'s broadcast publication: Megatron's train/valid/test flags)."""
 
 
 @dataclass(frozen=True, slots=True)
