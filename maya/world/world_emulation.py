@@ -251,6 +251,8 @@ class _RankRunner(_InProcessRunner):
         # The allocator settings of the `maya emulate` command's environment reach every rank, whether Ray's
         # workers were started from this environment or not (a cluster started before, elsewhere).
         self.env_vars = environment_settings()
+        self.fresh_only = False
+        """Set once a rank failed in a reused worker and ran in a fresh one (`emulate`)."""
         if self.env_vars:
             self.task = self.task.options(runtime_env={"env_vars": self.env_vars})
 
@@ -270,8 +272,8 @@ class _RankRunner(_InProcessRunner):
 
         script, args, gpu = self.call
         objects = ray.put(tuple(self.objects.values())) if self.objects else ()
-        pending = {self.task.remote(script, args, gpu, rank, self.world_size, self.local_world_size, objects): rank
-                   for rank in ranks}
+        pending = {(self._fresh(rank) if self.fresh_only else self.task).remote(
+            script, args, gpu, rank, self.world_size, self.local_world_size, objects): rank for rank in ranks}
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -289,6 +291,10 @@ class _RankRunner(_InProcessRunner):
                     self.progress(f"  rank {rank} failed in a reused worker process; emulating it again in a fresh one")
                     result = ray.get(self._fresh(rank).remote(script, args, gpu, rank, self.world_size,
                                                               self.local_world_size, objects))
+                    if not result.exit_code:  # the script needs a process of its own: every later rank gets one
+                        self.fresh_only = True
+                        self.progress("  the script fails in reused worker processes: the other ranks are emulated "
+                                      "in fresh ones")
                 yield rank, result
         finally:
             for ref in pending:
