@@ -48,20 +48,15 @@ class EventTimer:
             return self._elapsed_ms(rows[begin:last + 1], rows[first][_SEQ], rows[last][_SEQ])
 
     def _elapsed_ms(self, rows: list[tuple], start_seq: int, end_seq: int) -> float:
-        from maya.emulator.attrs import GRAPH_REPLAY
-        from maya.estimator.estimate import estimate_trace
-        from maya.estimator.host_cost import host_costs_us, launch_stream_us, marked_rows
         from maya.hardware.cluster import cluster_for_gpu
-        from maya.predict import default_params
+        from maya.predict import default_params, estimated_rank
         from maya.simulator import simulate
         from maya.trace.build import rows_to_table
 
         table = rows_to_table(rows)
         table = table.filter(pc.not_equal(table["kind"], "collective"))
-        df = estimate_trace(table, gpu=self.gpu, warn_unmodelled=False)  # the final estimate warns once
-        df["host_us"] = host_costs_us(df, self.gpu, per_op_us=self.host_per_op_us)
-        df["launch_us"] = launch_stream_us(df, self.gpu, per_op_us=self.host_per_op_us)
-        df["graph_replay"] = marked_rows(df, GRAPH_REPLAY)
+        # the final estimate warns once about ops without a model
+        df = estimated_rank(table, self.gpu, host_per_op_us=self.host_per_op_us, warn_unmodelled=False)
         if self._params is None:
             self._params = default_params(self.gpu)
         result = simulate({0: df}, cluster_for_gpu(self.gpu, 1), params=self._params)

@@ -197,20 +197,27 @@ def estimate_and_simulate(
     trace (with `host_us` and `launch_us`) and the simulation result, whose `timelines` give every
     row's host and GPU times. `host_per_op_us`: host figures to use instead of the shipped ones
     (`per_op_us` of another machine's `maya profile --families host`; figures it lacks stay shipped)."""
-    from maya.emulator.attrs import GRAPH_REPLAY
-
     exact_table = _user_exact_table(exact, gpu) if exact is not None else None
     estimated = {}
     with one_unmodelled_warning():
         for rank, table in tables.items():
-            df = estimate_trace(table, gpu=gpu, exact=exact_table)
-            df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
-            df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
-            df["graph_replay"] = marked_rows(df, GRAPH_REPLAY)
-            estimated[rank] = df
+            estimated[rank] = estimated_rank(table, gpu, exact=exact_table, host_per_op_us=host_per_op_us)
     if params is None:
         params = default_params(gpu)
     return estimated, simulate(estimated, cluster, rank_to_representative=rank_to_representative, params=params)
+
+
+def estimated_rank(table, gpu: str, *, exact: ExactTable | None = None,
+                   host_per_op_us: Mapping[str, float] | None = None, warn_unmodelled: bool = True) -> pd.DataFrame:
+    """One rank's trace as the simulator takes it: estimated GPU durations, which rows a CUDA graph's
+    replay launched (`graph_replay`), host costs (`host_us`) and cuDNN RNN launch times (`launch_us`)."""
+    from maya.emulator.attrs import GRAPH_REPLAY
+
+    df = estimate_trace(table, gpu=gpu, exact=exact, warn_unmodelled=warn_unmodelled)
+    df["graph_replay"] = marked_rows(df, GRAPH_REPLAY)
+    df["host_us"] = host_costs_us(df, gpu, per_op_us=host_per_op_us)
+    df["launch_us"] = launch_stream_us(df, gpu, per_op_us=host_per_op_us)
+    return df
 
 
 def default_params(gpu: str) -> SimulationParams:

@@ -226,10 +226,18 @@ def host_costs_us(
                               zip(df["attrs"].to_numpy()[foreach], df["input_shapes"].to_numpy()[foreach])]
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
+    # A CUDA graph's rows were launched by its replay's one host row.
+    return np.where(graph_replayed(df), 0.0, host)
+
+
+def graph_replayed(df: pd.DataFrame) -> np.ndarray:
+    """Whether a CUDA graph's replay launched each row: the `graph_replay` column where the caller
+    has set it (`maya.predict.estimated_rank`), else the rows' `graph_replay` marks, read here."""
+    if "graph_replay" in df.columns:
+        return df["graph_replay"].to_numpy(dtype=bool)
     from maya.emulator.attrs import GRAPH_REPLAY
 
-    # A CUDA graph's rows were launched by its replay's one host row.
-    return np.where(marked_rows(df, GRAPH_REPLAY), 0.0, host)
+    return marked_rows(df, GRAPH_REPLAY)
 
 
 def marked_rows(df: pd.DataFrame, mark: str) -> np.ndarray:
