@@ -245,12 +245,6 @@ def _patch_movement(patcher: Patcher) -> None:
 
 
 _ORIGINAL_TYPE = torch.Tensor.type
-_LEGACY_TYPES = {
-    "FloatTensor": torch.float32, "DoubleTensor": torch.float64, "HalfTensor": torch.float16,
-    "BFloat16Tensor": torch.bfloat16, "ByteTensor": torch.uint8, "CharTensor": torch.int8, "ShortTensor": torch.int16,
-    "IntTensor": torch.int32, "LongTensor": torch.int64, "BoolTensor": torch.bool,
-}
-"""The legacy tensor type names `Tensor.type()` answers and takes, and their dtypes."""
 
 
 def _tensor_type(self, dtype=None, non_blocking=False, **kwargs):
@@ -261,8 +255,9 @@ def _tensor_type(self, dtype=None, non_blocking=False, **kwargs):
         name = _ORIGINAL_TYPE(self)
         return name.replace(f"torch.{INTERNAL_DEVICE.type}.", "torch.cuda.", 1) if is_emulated_cuda(self) else name
     name = dtype if isinstance(dtype, str) else f"{getattr(dtype, '__module__', '')}.{getattr(dtype, '__name__', '')}"
-    if name.startswith("torch.cuda.") and name.split(".")[-1] in _LEGACY_TYPES:
-        return self.to(device="cuda", dtype=_LEGACY_TYPES[name.split(".")[-1]], non_blocking=non_blocking)
+    host_type = getattr(torch, name.removeprefix("torch.cuda."), None) if name.startswith("torch.cuda.") else None
+    if isinstance(getattr(host_type, "dtype", None), torch.dtype):  # torch.FloatTensor & co. know their dtype
+        return self.to(device="cuda", dtype=host_type.dtype, non_blocking=non_blocking)
     return _ORIGINAL_TYPE(self, dtype, non_blocking, **kwargs)
 
 
