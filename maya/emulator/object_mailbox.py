@@ -35,10 +35,11 @@ MessageKey = tuple[tuple[int, ...], int, int, int]
 how many objects that sender had sent that receiver in that group before)."""
 
 
-def message_key(group_ranks: tuple[int, ...], src: int, dst: int, count: int) -> MessageKey:
-    """The key of the `count`-th object list `src` sends `dst` (global ranks) in the group of `group_ranks`."""
+def message_key(group_ranks: tuple[int, ...], src: int, dst: int | None, count: int) -> MessageKey:
+    """The key of the `count`-th object list `src` sends `dst` (global ranks; None: every member, a
+    broadcast's position -1) in the group of `group_ranks`."""
     shape = tuple(r - group_ranks[0] for r in group_ranks)
-    return shape, group_ranks.index(src), group_ranks.index(dst), count
+    return shape, group_ranks.index(src), -1 if dst is None else group_ranks.index(dst), count
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +82,10 @@ class ObjectMailbox:
             box.inbox.setdefault(m.key, {})[m.src] = m.pickles
         return box
 
-    def next_key(self, group_ranks: tuple[int, ...], src: int, dst: int) -> MessageKey:
-        """The key of the next object list between `src` and `dst` in this group (counted per direction)."""
-        pair = (group_ranks, src, dst)
+    def next_key(self, group_ranks: tuple[int, ...], src: int, dst: int | None) -> MessageKey:
+        """The key of the next object list between `src` and `dst` in this group (counted per direction),
+        or with `dst` None of the group's next broadcast (every member issues each: counted per group)."""
+        pair = (group_ranks, -1, -1) if dst is None else (group_ranks, src, dst)
         count = self._counts.get(pair, 0)
         self._counts[pair] = count + 1
         return message_key(group_ranks, src, dst, count)
@@ -93,22 +95,12 @@ class ObjectMailbox:
 
     def publish(self, group_ranks: tuple[int, ...], root: int, payload: bytes) -> None:
         """The root's side of a broadcast: `payload` (the pickled values, or of None) for the others."""
-        self.sent.append(ObjectMessage(self._broadcast_key(group_ranks, root), root, (payload,)))
+        self.sent.append(ObjectMessage(self.next_key(group_ranks, root, None), root, (payload,)))
 
     def published(self, group_ranks: tuple[int, ...], root: int) -> bytes | None:
         """A non-root rank's side of the same broadcast: what the root published, None if no emulation did."""
-        senders = self.inbox.get(self._broadcast_key(group_ranks, root))
-        if not senders:
-            return None
-        return (senders[root] if root in senders else senders[min(senders)])[0]
-
-    def _broadcast_key(self, group_ranks: tuple[int, ...], root: int) -> MessageKey:
-        """Broadcasts are counted per group (every member issues each), keyed like a message to position -1."""
-        pair = (group_ranks, -1, -1)
-        count = self._counts.get(pair, 0)
-        self._counts[pair] = count + 1
-        shape = tuple(r - group_ranks[0] for r in group_ranks)
-        return shape, group_ranks.index(root), -1, count
+        senders = self.inbox.get(self.next_key(group_ranks, root, None))
+        return (senders[root] if root in senders else senders[min(senders)])[0] if senders else None
 
     def receive(self, group_ranks: tuple[int, ...], src: int, dst: int) -> tuple[bytes, ...]:
         """The pickles `src` sent: its own where it was emulated, else those of a sender at its position."""
@@ -120,11 +112,7 @@ class ObjectMailbox:
         return senders[src] if src in senders else senders[min(senders)]
 
 
-def add_messages(known: dict[tuple[MessageKey, int], ObjectMessage], messages) -> int:
-    """Fold `messages` into `known` (keyed by key and sender, a later copy replacing an earlier);
-    returns how many keys were new."""
-    new = 0
+def add_messages(known: dict[tuple[MessageKey, int], ObjectMessage], messages) -> None:
+    """Fold `messages` into `known` (keyed by key and sender, a later copy replacing an earlier)."""
     for m in messages:
-        new += (m.key, m.src) not in known
         known[(m.key, m.src)] = m
-    return new
