@@ -103,9 +103,9 @@ case "${1:-}" in
       --vocab-size 32000 --transformer-impl local --bf16 --log-interval 1 --eval-iters 0 --eval-interval 1000 \
       --no-gradient-accumulation-fusion --no-persist-layer-norm --no-masked-softmax-fusion --no-bias-gelu-fusion \
       --no-bias-dropout-fusion --no-rope-fusion
-    # The same on 2 x 8 GPUs (data parallelism 4), global batch 32.
+    # The same on 2 x 8 GPUs (data parallelism 4), global batch 32, checking the rank classes.
     time CUDA_DEVICE_MAX_CONNECTIONS=1 PATH="$env/bin:$PATH" PYTHONPATH="$WORK/Megatron-LM" "$env/bin/maya" emulate \
-      --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+      --nnodes 2 --nproc-per-node 8 --verify-dedup pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
       --num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --max-position-embeddings 512 \
       --micro-batch-size 2 --global-batch-size 32 --train-iters 3 --lr 1e-4 --mock-data --tokenizer-type NullTokenizer \
       --vocab-size 32000 --transformer-impl local --bf16 --log-interval 1 --eval-iters 0 --eval-interval 1000 \

@@ -6,9 +6,12 @@ peers) run the same ops on same-shaped shards. Maya learns which groupings matte
 itself:
 
 1. Rank 0 runs first. Every rank creates every process group (c10d requires it), so rank 0's
-   emulation yields the whole group table. Groups created back to back that are disjoint and of
-   one size form a *family* (one DeviceMesh dimension, or the world group); a rank's *position*
-   in a family is its index within its group there.
+   emulation yields the whole group table. Groups created one after another that are disjoint and
+   of one size form a *family* (one DeviceMesh dimension, or the world group); a rank's *position*
+   in a family is its index within its group there. Groups of other sizes created in between do
+   not split a family (Megatron-LM creates each pipeline group's embedding groups right after it),
+   and a group with the same ranks in the same order as an earlier one (a Gloo twin of an NCCL
+   group) is that group's *twin*: it joins the earlier group's family and adds no positions.
 2. A family whose positions other families already determine (the world group beside a full mesh)
    adds nothing and is dropped. For each remaining family, one *probe* rank differs from rank 0
    only there, taking the last position (the most likely to be special: the last pipeline stage,
@@ -40,12 +43,14 @@ Group = tuple[str, tuple[int, ...]]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Family:
-    """Groups created back to back, disjoint and of one size: one way the script partitions its ranks."""
+    """Groups created one after another, disjoint and of one size: one way the script partitions its ranks."""
 
     index: int
     """Creation order among the script's families."""
     groups: tuple[Group, ...]
     """The family's groups in creation order."""
+    twins: tuple[Group, ...] = ()
+    """Later groups with the same ranks, in the same order, as one of `groups` (another backend's copy)."""
 
     @property
     def group_size(self) -> int:
@@ -66,38 +71,58 @@ class Family:
 
 
 def families(groups: Sequence[Group], world_size: int) -> list[Family]:
-    """Split a group table into families (see the module docstring); duplicate names count once."""
+    """Split a group table into families (see the module docstring); duplicate names count once.
+
+    A group joins the newest family of its size when it is disjoint from that family's groups and
+    the family does not cover the world yet; otherwise it starts a family. A group whose ranks an
+    earlier group already lists in the same order is a twin of that group's family.
+    """
     seen: set[str] = set()
     out: list[list[Group]] = []
-    members: set[int] = set()
+    twins: list[list[Group]] = []
+    members: list[set[int]] = []
+    newest_of_size: dict[int, int] = {}
+    family_of_ranks: dict[tuple[int, ...], int] = {}
     for name, ranks in groups:
         if name in seen:
             continue
         seen.add(name)
-        current = out[-1] if out else None
+        ranks = tuple(ranks)
+        if ranks in family_of_ranks:
+            twins[family_of_ranks[ranks]].append((name, ranks))
+            continue
+        current = newest_of_size.get(len(ranks))
         fits = (
-            current is not None and len(current[0][1]) == len(ranks)
-            and not members.intersection(ranks) and len(members) + len(ranks) <= world_size
+            current is not None and not members[current].intersection(ranks)
+            and len(members[current]) + len(ranks) <= world_size
         )
-        if fits:
-            current.append((name, tuple(ranks)))
-            members.update(ranks)
-        else:
-            out.append([(name, tuple(ranks))])
-            members = set(ranks)
-    return [Family(index=i, groups=tuple(g)) for i, g in enumerate(out)]
+        if not fits:
+            current = len(out)
+            out.append([])
+            twins.append([])
+            members.append(set())
+            newest_of_size[len(ranks)] = current
+        out[current].append((name, ranks))
+        members[current].update(ranks)
+        family_of_ranks[ranks] = current
+    return [Family(index=i, groups=tuple(g), twins=tuple(t)) for i, (g, t) in enumerate(zip(out, twins))]
 
 
 def informative(fams: Sequence[Family], world_size: int) -> list[Family]:
-    """Families that can tell ranks apart: size > 1, and not determined by the other families."""
+    """Families that can tell ranks apart: size > 1, and not determined by the other families.
+
+    The widest families are dropped first: a family whose groups combine others (Megatron's model-
+    parallel group, tensor x pipeline; the world group) goes, and the narrow ones it combines stay.
+    """
     useful = [f for f in fams if f.group_size > 1]
     kept = list(useful)
-    for fam in useful:
+    for fam in sorted(useful, key=lambda f: -f.group_size):
         others = [f for f in kept if f is not fam]
         if not others:
             continue
-        keys = {tuple(f.position(r) for f in others) for r in range(world_size)}
-        if len(keys) == world_size:  # the other families already single out every rank
+        position_at: dict[tuple, int | None] = {}
+        if all(position_at.setdefault(tuple(f.position(r) for f in others), fam.position(r)) == fam.position(r)
+               for r in range(world_size)):  # the other families' positions already give this one's
             kept.remove(fam)
     return kept
 
@@ -149,7 +174,7 @@ and the class then keeps its representative's (rank 0's) reads."""
 
 def normalized_rows(table: pa.Table, rank: int, fams: Sequence[Family]) -> list[tuple]:
     """The trace as comparable tuples: group names become family indices, peers relative positions."""
-    family_of = {name: f for f in fams for name, _ in f.groups}
+    family_of = {name: f for f in fams for name, _ in (*f.groups, *f.twins)}
     columns = {c: table.column(c).to_pylist() for c in (*_FINGERPRINT_COLUMNS, "group_name", "group_ranks", "peer")}
     rows = []
     kinds = columns["kind"]

@@ -18,6 +18,7 @@ from maya.world.rank_classes import (
     families,
     first_difference,
     informative,
+    normalized_rows,
     probe_rank,
     trace_fingerprint,
 )
@@ -87,7 +88,9 @@ def test_informative_drops_the_world_beside_a_full_mesh_and_size_one_families():
     assert [f.index for f in informative(fams, 8)] == [1, 2, 3]
     # A (1, 8, 1) mesh (train_gpt's DDP): only the world family can tell ranks apart.
     ddp = families(mesh_groups((1, 8, 1)), 8)
-    assert [f.group_size for f in ddp] == [8, 1, 1]  # world (also the dp dimension), pp and tp singletons
+    # world (also the dp dimension), the pp singletons; tp's singletons are their twins
+    assert [f.group_size for f in ddp] == [8, 1]
+    assert [ranks for _, ranks in ddp[1].twins] == [(r,) for r in range(8)]
     assert informative(ddp, 8) == [ddp[0]]
 
 
@@ -96,6 +99,58 @@ def test_informative_keeps_the_world_when_the_other_families_leave_ranks_alike()
     # Positions in {0,1},{2,3} leave ranks 0 and 2 alike, so the world family stays; the world's
     # positions single out every rank, so the pair family adds nothing and goes.
     assert [f.index for f in informative(fams, 4)] == [0]
+
+
+def megatron_groups() -> list[tuple[str, tuple[int, ...]]]:
+    """A group table in the order Megatron-LM's `initialize_model_parallel` creates it for TP 2 x DP 2 x PP 2
+    (rank = tp + 2 * dp + 4 * pp), shortened: each data-parallel group with its Gloo twin, the
+    tensor-parallel groups, each pipeline group followed by its embedding group (the same ranks) and
+    position-embedding group (the first stage alone), then the model-parallel groups (tensor x pipeline)."""
+    table = [(0, 1, 2, 3, 4, 5, 6, 7)]
+    for tp in range(2):
+        for pp in range(2):
+            ranks = tuple(tp + 2 * dp + 4 * pp for dp in range(2))
+            table += [ranks, ranks]
+    table += [(0, 1), (2, 3), (4, 5), (6, 7)]
+    for start in range(4):
+        table += [(start, start + 4), (start, start + 4), (start,)]
+    table += [(0, 1, 4, 5), (2, 3, 6, 7)]
+    return [(str(i), ranks) for i, ranks in enumerate(table)]
+
+
+def test_families_take_gloo_twins_and_groups_created_in_between():
+    fams = families(megatron_groups(), 8)
+    assert [[ranks for _, ranks in f.groups] for f in fams] == [
+        [(0, 1, 2, 3, 4, 5, 6, 7)],
+        [(0, 2), (4, 6), (1, 3), (5, 7)],  # dp, each Gloo twin left out
+        [(0, 1), (2, 3), (4, 5), (6, 7)],  # tp
+        [(0, 4), (1, 5), (2, 6), (3, 7)],  # pp, the embedding and position-embedding groups between them
+        [(0,), (1,), (2,), (3,)],  # position embedding
+        [(0, 1, 4, 5), (2, 3, 6, 7)],  # model parallel
+    ]
+    assert [ranks for _, ranks in fams[1].twins] == [(0, 2), (4, 6), (1, 3), (5, 7)]
+    assert [ranks for _, ranks in fams[3].twins] == [(0, 4), (1, 5), (2, 6), (3, 7)]
+
+
+def test_informative_drops_wide_families_that_narrow_ones_determine():
+    fams = families(megatron_groups(), 8)
+    # The world and model-parallel families are combinations of dp, tp and pp; dropping the narrow
+    # ones instead (the world's positions single out every rank) would make every rank its own class.
+    assert [f.index for f in informative(fams, 8)] == [1, 2, 3]
+    dp, tp, pp = informative(fams, 8)
+    assert classes(8, [pp]) == {r: 4 * (r >= 4) for r in range(8)}
+
+
+def test_a_twin_group_counts_as_its_family_in_the_fingerprint():
+    fams = families(megatron_groups(), 8)
+    rows = []
+    for name in ("1", "2"):  # rank 0's data-parallel group and its Gloo twin
+        rows.append({c: None for c in _FINGERPRINT_COLUMNS} | {
+            "iteration": 0, "kind": "collective", "op": "all_reduce", "group_name": name,
+            "group_ranks": [0, 2], "peer": None})
+    normalized = normalized_rows(pa.Table.from_pylist(rows), 0, fams)
+    assert normalized[0] == normalized[1]
+    assert normalized[0][-3:] == (1, 2, None)  # family 1 (dp), group size 2, no peer
 
 
 def test_probe_differs_from_rank_0_in_one_family_only():
