@@ -155,6 +155,21 @@ def test_a_world_whose_rank_0_alone_evaluates_has_two_classes(tmp_path):
     assert sorted(again.results) == [0, 1] and again.zero_only_families == world.zero_only_families
 
 
+def test_megatron_style_groups_give_one_class_per_pipeline_stage(tmp_path):
+    # Gloo twins of the data-parallel groups, embedding groups between the pipeline groups and a group
+    # of every rank last (Megatron-LM's order): the families are still tp, dp and pp (before: one
+    # family of every rank was left, and each of the 8 ranks was a class of its own).
+    from maya.world import emulate_world
+
+    lines: list[str] = []
+    world = emulate_world(SCRIPTS / "megatron_groups.py", [], gpu="h200", world_size=8, local_world_size=8,
+                          in_process=True, progress=lines.append, verify_dedup=True)
+    assert world.rank_to_representative == {r: 4 * (r >= 4) for r in range(8)}
+    assert [sorted(ranks for _, ranks in world.families[i].groups) for i in world.variant_families] == [
+        [(0, 4), (1, 5), (2, 6), (3, 7)]]
+    assert any("2 rank class(es) over 8 ranks" in line for line in lines)
+
+
 def test_known_rank_classes_emulate_the_representatives_and_check_rank_0s_groups(tmp_path):
     # Two pipeline stages of 2 ranks: classes {0, 1}. Given as known, only the representatives run,
     # the last stage first; classes that rank 0's group table cannot give are an error, not a trace.
