@@ -48,6 +48,7 @@ def emulate(
     host_profile: str | os.PathLike | Mapping[str, float] | None = None,
     zero_only_families: Sequence[int] = (),
     with_host_speed_range: bool = False,
+    exact_dedup: bool = False,
 ) -> EmulationSummary:
     """Run a training script on the emulated GPU and record its trace.
 
@@ -65,6 +66,12 @@ def emulate(
         dedup: with several ranks, emulate one rank per class of identical ranks (default);
             False emulates every rank.
         verify_dedup: also emulate a second member of every class and fail if its trace differs.
+        exact_dedup: put ranks in one class only when their traces are the same. By default, ranks
+            whose traces differ only in the shapes of their computation (each data-parallel rank's
+            optimizer shard cuts the parameters at other places) share a class when their
+            collectives, copies and host work are the same and their FLOPs, bytes and peak memory
+            per iteration differ by at most 0.5% and their kernel counts by 2%
+            (`maya.world.rank_classes.alike`; meta.json's `alike_families`).
         progress: called with one line per emulation step of a multi-rank run, and with a line every
             20 s while a one-rank script runs (trace rows recorded, iterations ended).
         variant_families: with several ranks, the group families that change a rank's trace, from
@@ -119,7 +126,7 @@ def emulate(
         return _emulate_world(
             script, list(args), spec.key, world_size, nproc_per_node, trace_dir, dedup, verify_dedup, progress,
             variant_families, cluster, in_process, max_rank_classes, after_rank, first_ranks, rank_classes,
-            host_per_op_us, zero_only_families, with_host_speed_range,
+            host_per_op_us, zero_only_families, with_host_speed_range, exact_dedup,
         )
     config = RankConfig(gpu=spec, rank=0, world_size=world_size, local_rank=0, local_world_size=nproc_per_node)
     from maya.event_timing import EventTimer
@@ -173,7 +180,7 @@ def _emulate_world(
     cluster: ClusterSpec | None = None, in_process: bool = False, max_rank_classes: int | None = None,
     after_rank: RankCheck | None = None, first_ranks: Sequence[int] = (), rank_classes: Mapping[int, int] | None = None,
     host_per_op_us: Mapping[str, float] | None = None, zero_only_families: Sequence[int] = (),
-    with_host_speed_range: bool = False,
+    with_host_speed_range: bool = False, exact_dedup: bool = False,
 ) -> EmulationSummary:
     """Several ranks: emulate the rank classes as Ray tasks, then time the whole job."""
     from maya.predict import predict
@@ -186,7 +193,7 @@ def _emulate_world(
             script, args, gpu=gpu, world_size=world_size, local_world_size=local_world_size, dedup=dedup,
             verify_dedup=verify_dedup, progress=progress, variant_families=variant_families, in_process=in_process,
             max_rank_classes=max_rank_classes, after_rank=after_rank, first_ranks=first_ranks, rank_classes=rank_classes,
-            late_failures=True, zero_only_families=zero_only_families,
+            late_failures=True, zero_only_families=zero_only_families, exact_dedup=exact_dedup,
         )
     except RankFailedError as e:
         return _failed_summary(e.result, world_size, gpu, [e.result.rank], trace_dir)
@@ -236,6 +243,7 @@ def _emulate_world(
         "nproc_per_node": local_world_size,
         "variant_families": world.variant_families if dedup else None,
         "zero_only_families": world.zero_only_families if dedup else None,
+        "alike_families": world.alike_families if dedup else None,
     })
     return EmulationSummary(
         world_size=world_size, gpu=gpu, emulated_ranks=reps, iterations=iterations,

@@ -29,6 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="emulate every rank instead of one rank per class of identical ranks")
     p.add_argument("--verify-dedup", action="store_true",
                    help="also emulate a second member of every rank class and fail if its trace differs")
+    p.add_argument("--exact-dedup", action="store_true",
+                   help="put ranks in one class only when their traces are the same (by default ranks that differ "
+                        "only in the shapes of their computation, such as each data-parallel rank's optimizer "
+                        "shard, share one when their FLOPs, bytes and peak memory agree within 0.5%%)")
     add_host_profile_option(p)
     p.add_argument("-m", "--module", action="store_true",
                    help="SCRIPT is a module, run as `python -m SCRIPT` (torchrun's -m), found from this directory")
@@ -53,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             trace_dir=args.trace_dir,
             dedup=not args.no_dedup,
             verify_dedup=args.verify_dedup,
+            exact_dedup=args.exact_dedup,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
             host_profile=args.host_profile,
             with_host_speed_range=True,

@@ -21,7 +21,15 @@ itself:
    trace equals the last position's, only position 0 differs (rank 0 alone evaluates or logs on
    the GPU: nanoGPT's `train.py` does), and the family is *zero-only*: it tells position 0 from the
    rest, not each position from the others.
-4. Ranks with equal positions in every other non-invariant family, and equally at position 0 or
+4. A non-invariant family whose probe's trace is *alike* rank 0's (`alike`: the same collectives,
+   host reads and copies, and per iteration FLOPs, bytes, kernel count and peak memory within
+   `ALIKE_TOLERANCE`) counts as invariant. Sharded optimizer state is such a family: each data-
+   parallel rank of Megatron-LM's distributed optimizer, or of FSDP over a dimension its degree does
+   not divide, updates a shard that cuts the parameters at other places, so its copies and updates
+   have other shapes, and every position would otherwise be a class of its own. The representative's
+   trace then stands for ranks whose own would differ by less than the tolerance
+   (`exact=True` in `maya.world.emulate_world`, `--exact-dedup`, turns this off).
+5. Ranks with equal positions in every other non-invariant family, and equally at position 0 or
    not in the zero-only ones, form a class, represented by its lowest rank.
 
 The assumption is that position 0 and the last position behaving alike means all positions do (and
@@ -196,6 +204,64 @@ def normalized_rows(table: pa.Table, rank: int, fams: Sequence[Family]) -> list[
             row += (fam.index if fam else None, len(ranks), relative)
         rows.append(row)
     return rows
+
+
+ALIKE_TOLERANCE = 0.005
+"""Largest relative difference, per iteration, of FLOPs, bytes and peak allocated memory between two
+traces that `alike` calls alike (0.5%)."""
+ALIKE_KERNEL_TOLERANCE = 0.02
+"""Largest relative difference of their kernel counts over the whole trace (2%): a shard boundary
+that falls inside a parameter splits one copy or update into two small ones."""
+
+_MEMORY_COLUMNS = frozenset(_FINGERPRINT_COLUMNS.index(c) for c in ("allocated_bytes", "reserved_bytes"))
+
+
+def _iteration_totals(table: pa.Table, rank: int, fams: Sequence[Family]) -> tuple[dict[int, list[float]], int, list]:
+    """Per iteration: [FLOPs, bytes, peak allocated bytes]; the kernel count; and the rows that must agree
+    exactly: collectives as `normalized_rows` compares them (less the allocator's totals), and copies,
+    host rows and iteration ends by iteration and op. Host reads are left out, as `trace_fingerprint`
+    leaves them."""
+    columns = {c: table.column(c).to_pylist() for c in ("iteration", "kind", "op", "flops", "bytes", "allocated_bytes")}
+    normalized = iter(normalized_rows(table, rank, fams))
+    totals: dict[int, list[float]] = {}
+    kernels = 0
+    exact = []
+    for i, kind in enumerate(columns["kind"]):
+        iteration = columns["iteration"][i]
+        row = next(normalized) if kind not in _IGNORED_KINDS else None
+        total = totals.setdefault(iteration, [0.0, 0.0, 0])
+        total[2] = max(total[2], columns["allocated_bytes"][i] or 0)
+        if kind == "kernel":
+            total[0] += columns["flops"][i] or 0
+            total[1] += columns["bytes"][i] or 0
+            kernels += 1
+        elif row is not None and len(row) > len(_FINGERPRINT_COLUMNS):  # a collective, but for the memory totals
+            exact.append(tuple(v for k, v in enumerate(row) if k not in _MEMORY_COLUMNS))
+        elif kind not in ("event_record", "stream_wait", *_IGNORED_KINDS):
+            exact.append((iteration, kind, columns["op"][i]))
+    return totals, kernels, exact
+
+
+def _relative(u: float, v: float) -> float:
+    return abs(u - v) / max(abs(u), abs(v)) if u != v else 0.0
+
+
+def alike(a: pa.Table, rank_a: int, b: pa.Table, rank_b: int, fams: Sequence[Family],
+          tolerance: float = ALIKE_TOLERANCE, kernel_tolerance: float = ALIKE_KERNEL_TOLERANCE) -> str | None:
+    """How far apart two traces that differ only in the shapes of their computation are (the largest
+    relative difference of FLOPs, bytes and peak memory over the iterations, and of the kernel
+    counts), or None when they are not alike: another collective, copy, host row or iteration, or a
+    total further apart than `tolerance` (`kernel_tolerance` for the kernel count)."""
+    totals_a, kernels_a, exact_a = _iteration_totals(a, rank_a, fams)
+    totals_b, kernels_b, exact_b = _iteration_totals(b, rank_b, fams)
+    if exact_a != exact_b or totals_a.keys() != totals_b.keys():
+        return None
+    worst = [max(column) for column in zip(*(
+        [_relative(u, v) for u, v in zip(x, totals_b[iteration])] for iteration, x in totals_a.items()))]
+    kernels = _relative(kernels_a, kernels_b)
+    if max(worst) > tolerance or kernels > kernel_tolerance:
+        return None
+    return ", ".join(f"{n} {w:.2%}" for n, w in zip(("FLOPs", "bytes", "peak memory", "kernels"), (*worst, kernels)))
 
 
 def trace_fingerprint(table: pa.Table, rank: int, fams: Sequence[Family]) -> str:

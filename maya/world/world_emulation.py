@@ -5,7 +5,9 @@ The phases (see `maya.world.rank_classes` for why they are enough):
 2. one probe rank per informative group family, in parallel, to learn which families change a
    rank's trace (skipped when the caller already knows, from an emulation of the same script and
    layout, e.g. at another micro-batch count); then, for each family that changes it and has more
-   than two positions, a second probe at position 1, to learn whether only position 0 differs;
+   than two positions, a second probe at position 1, to learn whether only position 0 differs (a
+   family whose probe's trace is alike rank 0's, `rank_classes.alike`, needs none: it does not
+   split classes unless `exact_dedup`);
 3. the remaining class representatives, in parallel (with the classes of an earlier emulation of
    the layout, phases 1 and 2 are skipped: rank 0 is one of them, and its group table is checked);
 4. with `verify_dedup`, one more member of every class of several ranks, compared row by row.
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING
 from maya.emulator.object_mailbox import MessageKey, ObjectMessage, add_messages
 from maya.world.rank_classes import (
     Family,
+    alike,
     classes,
     families,
     first_difference,
@@ -113,6 +116,9 @@ class WorldEmulation:
     """Indices of the families whose position changes a rank's trace."""
     zero_only_families: list[int] = field(default_factory=list)
     """Indices of the variant families where only position 0 differs (`rank_classes`, step 3)."""
+    alike_families: list[int] = field(default_factory=list)
+    """Indices of the families whose positions' traces differ only within `rank_classes.alike`'s
+    tolerances, so that they do not split classes (`rank_classes`, step 4)."""
 
     @property
     def representatives(self) -> list[int]:
@@ -319,6 +325,7 @@ def emulate_world(
     rank_classes: Mapping[int, int] | None = None,
     late_failures: bool = False,
     zero_only_families: Sequence[int] = (),
+    exact_dedup: bool = False,
 ) -> WorldEmulation:
     """Emulate `script` as every rank class of a `world_size`-rank torchrun job.
 
@@ -354,6 +361,10 @@ def emulate_world(
         late_failures: a rank whose script fails after whole iterations (not out of memory) is
             kept, with its `exit_code` and `error`, instead of ending the emulation: the caller
             times the iterations every rank completed (`completed_iterations`, `through_iteration`).
+        exact_dedup: put ranks in one class only when their traces are the same; by default a family
+            whose probe's trace is alike rank 0's (the same collectives, and FLOPs, bytes, kernels and
+            peak memory within `rank_classes.alike`'s tolerances: sharded optimizer state) does not
+            split classes.
 
     Raises:
         RankFailedError: the script failed on a rank (its traceback and rank are in the message);
@@ -396,8 +407,15 @@ def emulate_world(
         return known[rank]
 
     zero_only: list[Family] = []
+    alike_found: dict[int, str] = {}
     if variant_families is None:
         variant = [f for f in useful if probes[f.index] is None or fingerprint(probes[f.index]) != fingerprint(0)]
+        for f in [f for f in variant if probes[f.index] is not None and not exact_dedup]:
+            probe = probes[f.index]
+            how = alike(results[0].table, 0, results[probe].table, probe, fams)
+            if how is not None:  # only the shapes of its computation differ (sharded optimizer state)
+                alike_found[f.index] = how
+                variant.remove(f)
         middles = {f.index: probe_rank(f, [o for o in useful if o is not f], world_size, position=1)
                    for f in variant if f.group_size > 2 and probes[f.index] is not None}
         middles = {i: r for i, r in middles.items() if r is not None}  # position 1, never the last probe's
@@ -412,6 +430,8 @@ def emulate_world(
     representatives = set(rep.values())
 
     def verdict(f: Family) -> str:
+        if f.index in alike_found:
+            return f"alike, its ranks one class (they differ by {alike_found[f.index]})"
         return "varies at position 0 only" if f in zero_only else "varies" if f in variant else "same trace"
 
     progress(
@@ -420,14 +440,15 @@ def emulate_world(
     )
     _check_class_count(len(representatives), world_size, max_rank_classes, variant)
     results.update(pool.run([r for r in representatives if r not in results], "class representatives"))
-    _check_members(results, rep, fams, fingerprint)
+    _check_members(results, rep, fams, fingerprint, bool(alike_found))
     if verify_dedup:
         extra = _verification_ranks(rep, results)
         results.update(pool.run(extra, "one more member per class (--verify-dedup)"))
-        _check_members(results, rep, fams, fingerprint)
+        _check_members(results, rep, fams, fingerprint, bool(alike_found))
     return WorldEmulation(
         world_size=world_size, results=results, rank_to_representative=rep, families=fams,
         variant_families=[f.index for f in variant], zero_only_families=[f.index for f in zero_only],
+        alike_families=sorted(alike_found),
     )
 
 
@@ -475,14 +496,18 @@ def _verification_ranks(rep: dict[int, int], results: dict[int, RankResult]) -> 
 
 
 def _check_members(
-    results: dict[int, RankResult], rep: dict[int, int], fams: list[Family], fingerprint: Callable[[int], str]
+    results: dict[int, RankResult], rep: dict[int, int], fams: list[Family], fingerprint: Callable[[int], str],
+    alike_families: bool = False,
 ) -> None:
-    """Every emulated non-representative must match its representative's trace."""
+    """Every emulated non-representative must match its representative's trace (or, where families were
+    found alike, be alike it: `maya.world.rank_classes.alike`)."""
     for rank, result in sorted(results.items()):
         r = rep[rank]
         if r == rank or r not in results:
             continue
         if fingerprint(rank) != fingerprint(r):
+            if alike_families and alike(results[r].table, r, result.table, rank, fams) is not None:
+                continue
             raise DedupMismatchError(
                 f"ranks {r} and {rank} were put in one class but record different traces: "
                 + first_difference(results[r].table, r, result.table, rank, fams)

@@ -14,6 +14,7 @@ import torch
 
 from maya.world.rank_classes import (
     _FINGERPRINT_COLUMNS,
+    alike,
     classes,
     families,
     first_difference,
@@ -232,3 +233,27 @@ def test_first_difference_reports_unequal_lengths():
     fams = families(PP_DP_TP, 8)
     one, two = _trace([_kernel("aten::mm")]), _trace([_kernel("aten::mm"), _kernel("aten::add.Tensor")])
     assert first_difference(one, 0, two, 4, fams).startswith("rank 0 records 1 rows, rank 4 records 2")
+
+
+def test_alike_compares_collectives_exactly_and_totals_within_tolerance():
+    fams = families([("0", (0, 1))], 2)
+    base = {c: None for c in _FINGERPRINT_COLUMNS} | {"group_name": None, "group_ranks": None, "peer": None}
+
+    def trace(*rows):
+        return pa.Table.from_pylist([base | row for row in rows])
+
+    def kernel(shape, flops, nbytes, allocated=1000):
+        return {"iteration": 0, "kind": "kernel", "op": "aten::add_.Tensor", "input_shapes": [shape],
+                "flops": flops, "bytes": nbytes, "allocated_bytes": allocated}
+
+    reduce = {"iteration": 0, "kind": "collective", "op": "nccl:all_reduce", "message_bytes": 4096,
+              "group_name": "0", "group_ranks": [0, 1], "allocated_bytes": 1000}
+    a = trace(kernel([100], 100, 1200), kernel([300], 300, 3600), reduce)
+    assert alike(a, 0, trace(kernel([400], 400, 4800), reduce), 1, fams, kernel_tolerance=0.5) == (
+        "FLOPs 0.00%, bytes 0.00%, peak memory 0.00%, kernels 50.00%")
+    assert alike(a, 0, trace(kernel([400], 400, 4800), reduce), 1, fams) is None  # one kernel of two: over 2%
+    assert alike(a, 0, trace(kernel([100], 100, 1200), kernel([300], 301, 3600), reduce), 1, fams) is not None
+    assert alike(a, 0, trace(kernel([100], 100, 1200), kernel([300], 310, 3600), reduce), 1, fams) is None
+    assert alike(a, 0, trace(kernel([100], 100, 1200), kernel([300], 300, 3600, 1010), reduce), 1, fams) is None
+    assert alike(a, 0, trace(kernel([100], 100, 1200), kernel([300], 300, 3600), reduce | {"message_bytes": 4100}),
+                 1, fams) is None

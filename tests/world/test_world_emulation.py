@@ -170,6 +170,28 @@ def test_megatron_style_groups_give_one_class_per_pipeline_stage(tmp_path):
     assert any("2 rank class(es) over 8 ranks" in line for line in lines)
 
 
+def test_ranks_whose_optimizer_shards_cut_parameters_elsewhere_are_one_class_unless_exact(tmp_path):
+    # Each rank updates pieces of other shapes (rank 3 one more): the traces differ, but the collectives
+    # and per-iteration FLOPs, bytes and peak memory agree, so the family is alike and its ranks share
+    # rank 0's class; --verify-dedup's member (rank 3, the probe) is checked within the same tolerance.
+    from maya.world import emulate_world
+
+    script = SCRIPTS / "sharded_optimizer.py"
+    lines: list[str] = []
+    world = emulate_world(script, [], gpu="h200", world_size=4, local_world_size=4, in_process=True,
+                          progress=lines.append, verify_dedup=True)
+    assert world.rank_to_representative == dict.fromkeys(range(4), 0)
+    assert world.alike_families == [0] and world.variant_families == []
+    assert sorted(world.results) == [0, 3]
+    assert world.results[0].table.num_rows != world.results[3].table.num_rows
+    assert any("#0 (size 4): alike, its ranks one class (they differ by FLOPs 0.00%" in line for line in lines)
+    exact = emulate_world(script, [], gpu="h200", world_size=4, local_world_size=4, in_process=True, exact_dedup=True)
+    assert exact.rank_to_representative == {r: r for r in range(4)} and exact.alike_families == []
+    # The last rank's extra copy of its shard is more bytes, not another shape: not alike.
+    wide = emulate_world(script, ["--wide-last"], gpu="h200", world_size=4, local_world_size=4, in_process=True)
+    assert wide.rank_to_representative == {r: r for r in range(4)} and wide.variant_families == [0]
+
+
 def test_known_rank_classes_emulate_the_representatives_and_check_rank_0s_groups(tmp_path):
     # Two pipeline stages of 2 ranks: classes {0, 1}. Given as known, only the representatives run,
     # the last stage first; classes that rank 0's group table cannot give are an error, not a trace.
