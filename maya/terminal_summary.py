@@ -125,6 +125,12 @@ def _memory(summary: EmulationSummary, d: dict, gpu_key: str) -> list[str]:
         f"peak allocated {_size(summary.peak_allocated_bytes)}, reserved {_size(summary.peak_reserved_bytes)} "
         f"of {_size(capacity)} per GPU ({gpu_key})"
     )
+    # The figures are the slowest rank's (the JSON contract); another rank may hold more.
+    per_rank = {int(r): b for r, b in (d.get("peak_allocated_bytes_per_representative") or {}).items()}
+    if per_rank and max(per_rank.values()) > summary.peak_allocated_bytes:
+        most = max(per_rank, key=lambda r: (per_rank[r], -r))
+        text += (f" on the slowest rank ({d.get('slowest_rank')}); rank {most}'s class peaks higher, at "
+                 f"{_size(per_rank[most])} allocated")
     emulated = d.get("emulated_gpu")
     if summary.oom:
         text += ": OUT OF MEMORY"

@@ -76,6 +76,14 @@ def test_terminal_summary_one_page():
     assert "25.00 iterations/s, 1,600.0 samples/s, tokens/s n/a" in text
     assert "MFU            1.26% (4.00 TFLOP per iteration on 8 GPU(s) of 989.4 TFLOP/s dense bfloat16 peak)" in text
     assert "peak allocated 10.00 GiB, reserved 12.00 GiB of 139.80 GiB per GPU (h200): fits" in text
+    # The figures are the slowest rank's (rank 1); where another class holds more, the page says so.
+    per_rank = {"0": 11 * GIB, "1": 10 * GIB}
+    higher = terminal_summary(_summary(extra=_extra(peak_allocated_bytes_per_representative=per_rank)))
+    assert ("peak allocated 10.00 GiB, reserved 12.00 GiB of 139.80 GiB per GPU (h200) on the slowest rank (1); "
+            "rank 0's class peaks higher, at 11.00 GiB allocated: fits") in higher
+    per_rank = {"0": 9 * GIB, "1": 10 * GIB}
+    lower = terminal_summary(_summary(extra=_extra(peak_allocated_bytes_per_representative=per_rank)))
+    assert "per GPU (h200): fits" in lower and "peaks higher" not in lower
     # The breakdown per iteration: the JSON's sums over the 3 iterations, divided by 3.
     assert "rank 1 (slowest), per iteration (mean of all iterations): 33.33 ms" in text
     assert ("compute 20.00 ms (60%), exposed comm 6.67 ms (20%), host-bound 3.33 ms (10%), "
