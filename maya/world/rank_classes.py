@@ -207,8 +207,8 @@ def normalized_rows(table: pa.Table, rank: int, fams: Sequence[Family]) -> list[
 
 
 ALIKE_TOLERANCE = 0.005
-"""Largest relative difference, per iteration, of FLOPs, bytes and peak allocated memory between two
-traces that `alike` calls alike (0.5%)."""
+"""Largest difference, per iteration, of FLOPs, bytes and peak allocated memory between two traces
+that `alike` calls alike, relative to the largest iteration's (0.5%)."""
 ALIKE_KERNEL_TOLERANCE = 0.02
 """Largest relative difference of their kernel counts over the whole trace (2%): a shard boundary
 that falls inside a parameter splits one copy or update into two small ones."""
@@ -249,15 +249,18 @@ def _relative(u: float, v: float) -> float:
 def alike(a: pa.Table, rank_a: int, b: pa.Table, rank_b: int, fams: Sequence[Family],
           tolerance: float = ALIKE_TOLERANCE, kernel_tolerance: float = ALIKE_KERNEL_TOLERANCE) -> str | None:
     """How far apart two traces that differ only in the shapes of their computation are (the largest
-    relative difference of FLOPs, bytes and peak memory over the iterations, and of the kernel
-    counts), or None when they are not alike: another collective, copy, host row or iteration, or a
-    total further apart than `tolerance` (`kernel_tolerance` for the kernel count)."""
+    difference of FLOPs, bytes and peak memory over the iterations, relative to the largest
+    iteration's, and that of the kernel counts), or None when they are not alike: another collective,
+    copy, host row or iteration, or a total further apart than `tolerance` (`kernel_tolerance` for the
+    kernel count)."""
     totals_a, kernels_a, exact_a = _iteration_totals(a, rank_a, fams)
     totals_b, kernels_b, exact_b = _iteration_totals(b, rank_b, fams)
     if exact_a != exact_b or totals_a.keys() != totals_b.keys():
         return None
-    worst = [max(column) for column in zip(*(
-        [_relative(u, v) for u, v in zip(x, totals_b[iteration])] for iteration, x in totals_a.items()))]
+    # Each difference is relative to the largest iteration's figure, so that the few kernels and frees
+    # after the last step (an iteration of its own) do not weigh as a whole step.
+    scale = [max(max(abs(x[k]), abs(totals_b[i][k])) for i, x in totals_a.items()) or 1.0 for k in range(3)]
+    worst = [max(abs(x[k] - totals_b[i][k]) for i, x in totals_a.items()) / scale[k] for k in range(3)]
     kernels = _relative(kernels_a, kernels_b)
     if max(worst) > tolerance or kernels > kernel_tolerance:
         return None
