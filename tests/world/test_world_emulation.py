@@ -192,6 +192,23 @@ def test_ranks_whose_optimizer_shards_cut_parameters_elsewhere_are_one_class_unl
     assert wide.rank_to_representative == {r: r for r in range(4)} and wide.variant_families == [0]
 
 
+def test_fsdp_over_512_ranks_with_uneven_vocabulary_shards_is_one_class():
+    # The Llama-70B study's FSDP layout over 512 ranks at the depth it emulates: 128,256 embedding rows
+    # do not divide by 512, so the last rank's shards are empty where rank 0's are full. Its trace is
+    # alike rank 0's (the study's max_rank_classes=32 had failed such trials with 512 classes).
+    from maya.world import emulate_world
+
+    args = ["--steps", "1", "--seq", "4096", "--dim", "8192", "--layers", "3", "--heads", "64", "--vocab", "128256",
+            "--precision", "bf16", "--init-device", "meta", "--dp", "fsdp", "--batch", "2"]
+    world = emulate_world(GPT, args, gpu="h100", world_size=512, local_world_size=8, in_process=True,
+                          max_rank_classes=32)
+    assert sorted(world.results) == [0, 511] and world.alike_families == [0]
+    assert set(world.rank_to_representative.values()) == {0}
+    with pytest.raises(TooManyRankClassesError, match="512 rank classes over 512 ranks"):
+        emulate_world(GPT, args, gpu="h100", world_size=512, local_world_size=8, in_process=True,
+                      max_rank_classes=32, exact_dedup=True)
+
+
 def test_known_rank_classes_emulate_the_representatives_and_check_rank_0s_groups(tmp_path):
     # Two pipeline stages of 2 ranks: classes {0, 1}. Given as known, only the representatives run,
     # the last stage first; classes that rank 0's group table cannot give are an error, not a trace.
