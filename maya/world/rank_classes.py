@@ -217,10 +217,10 @@ _MEMORY_COLUMNS = frozenset(_FINGERPRINT_COLUMNS.index(c) for c in ("allocated_b
 
 
 def _iteration_totals(table: pa.Table, rank: int, fams: Sequence[Family]) -> tuple[dict[int, list[float]], int, list]:
-    """Per iteration: [FLOPs, bytes, peak allocated bytes]; the kernel count; and the rows that must agree
-    exactly: collectives as `normalized_rows` compares them (less the allocator's totals), and copies,
-    host rows and iteration ends by iteration and op. Host reads are left out, as `trace_fingerprint`
-    leaves them."""
+    """Per iteration: [FLOPs, bytes (of kernels and copies), peak allocated bytes]; the kernel count; and
+    the rows that must agree exactly: collectives as `normalized_rows` compares them (less the
+    allocator's totals), and copies, host rows and iteration ends by iteration and op. Host reads are
+    left out, as `trace_fingerprint` leaves them."""
     columns = {c: table.column(c).to_pylist() for c in ("iteration", "kind", "op", "flops", "bytes", "allocated_bytes")}
     normalized = iter(normalized_rows(table, rank, fams))
     totals: dict[int, list[float]] = {}
@@ -235,7 +235,10 @@ def _iteration_totals(table: pa.Table, rank: int, fams: Sequence[Family]) -> tup
             total[0] += columns["flops"][i] or 0
             total[1] += columns["bytes"][i] or 0
             kernels += 1
-        elif row is not None and len(row) > len(_FINGERPRINT_COLUMNS):  # a collective, but for the memory totals
+            continue
+        if kind == "memcpy":
+            total[1] += columns["bytes"][i] or 0
+        if row is not None and len(row) > len(_FINGERPRINT_COLUMNS):  # a collective, but for the memory totals
             exact.append(tuple(v for k, v in enumerate(row) if k not in _MEMORY_COLUMNS))
         elif kind not in ("event_record", "stream_wait", *_IGNORED_KINDS):
             exact.append((iteration, kind, columns["op"][i]))

@@ -257,3 +257,10 @@ def test_alike_compares_collectives_exactly_and_totals_within_tolerance():
     assert alike(a, 0, trace(kernel([100], 100, 1200), kernel([300], 300, 3600, 1010), reduce), 1, fams) is None
     assert alike(a, 0, trace(kernel([100], 100, 1200), kernel([300], 300, 3600), reduce | {"message_bytes": 4100}),
                  1, fams) is None
+    # A host-to-device copy of other bytes (a batch of another size) is more than a shape.
+    copy = {"iteration": 0, "kind": "memcpy", "op": "aten::_to_copy", "bytes": 2000, "allocated_bytes": 1000}
+    b = trace(kernel([100], 100, 1200), kernel([300], 300, 3600), reduce, copy)
+    assert alike(a, 0, b, 1, fams) is None  # a copy the other has not
+    assert alike(b, 0, trace(kernel([400], 400, 4800), reduce, copy), 1, fams, kernel_tolerance=0.5) is not None
+    assert alike(b, 0, trace(kernel([100], 100, 1200), kernel([300], 300, 3600), reduce, copy | {"bytes": 2500}),
+                 1, fams) is None
