@@ -22,13 +22,13 @@ itself:
    the GPU: nanoGPT's `train.py` does), and the family is *zero-only*: it tells position 0 from the
    rest, not each position from the others.
 4. A non-invariant family whose probe's trace is *alike* rank 0's (`alike`: the same collectives,
-   host reads and copies, and per iteration FLOPs, bytes, kernel count and peak memory within
-   `ALIKE_TOLERANCE`) counts as invariant. Sharded optimizer state is such a family: each data-
+   copies and host rows, per iteration FLOPs, bytes and peak memory within `ALIKE_TOLERANCE`, and
+   kernel counts within `ALIKE_KERNEL_TOLERANCE`) counts as invariant. Sharded optimizer state is such a family: each data-
    parallel rank of Megatron-LM's distributed optimizer, or of FSDP over a dimension its degree does
    not divide, updates a shard that cuts the parameters at other places, so its copies and updates
    have other shapes, and every position would otherwise be a class of its own. The representative's
    trace then stands for ranks whose own would differ by less than the tolerance
-   (`exact=True` in `maya.world.emulate_world`, `--exact-dedup`, turns this off).
+   (`exact_dedup=True` in `maya.world.emulate_world`, `--exact-dedup`, turns this off).
 5. Ranks with equal positions in every other non-invariant family, and equally at position 0 or
    not in the zero-only ones, form a class, represented by its lowest rank.
 
