@@ -111,9 +111,17 @@ case "${1:-}" in
       --vocab-size 32000 --transformer-impl local --bf16 --log-interval 1 --eval-iters 0 --eval-interval 1000 \
       --no-gradient-accumulation-fusion --no-persist-layer-norm --no-masked-softmax-fusion --no-bias-gelu-fusion \
       --no-bias-dropout-fusion --no-rope-fusion
-    # On 8 GPUs: the distributed optimizer with overlapped gradient reduction and parameter gathering
+    # On 8 GPUs: TP 4 x DP 2 (tensor-parallel rank 0 loads the batch: 2 rank classes), then the
+    # distributed optimizer with overlapped gradient reduction and parameter gathering
     # (TP 2 x PP 2 x DP 2; its data-parallel ranks alike, checked, then with --exact-dedup), then the
     # interleaved schedule (TP 2 x PP 4, one layer per virtual stage).
+    time CUDA_DEVICE_MAX_CONNECTIONS=1 PATH="$env/bin:$PATH" PYTHONPATH="$WORK/Megatron-LM" "$env/bin/maya" emulate \
+      --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 4 --pipeline-model-parallel-size 1 \
+      --num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 512 --max-position-embeddings 512 \
+      --micro-batch-size 2 --global-batch-size 16 --train-iters 3 --lr 1e-4 --mock-data --tokenizer-type NullTokenizer \
+      --vocab-size 32000 --transformer-impl local --bf16 --log-interval 1 --eval-iters 0 --eval-interval 1000 \
+      --no-gradient-accumulation-fusion --no-persist-layer-norm --no-masked-softmax-fusion --no-bias-gelu-fusion \
+      --no-bias-dropout-fusion --no-rope-fusion
     for dedup in --verify-dedup --exact-dedup; do
     time CUDA_DEVICE_MAX_CONNECTIONS=1 PATH="$env/bin:$PATH" PYTHONPATH="$WORK/Megatron-LM" "$env/bin/maya" emulate \
       --nproc-per-node 8 $dedup pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
