@@ -43,7 +43,7 @@ from maya.world.rank_classes import (
     probe_rank,
     trace_fingerprint,
 )
-from maya.world.rank_emulation import RankResult
+from maya.world.rank_emulation import RankResult, remote_emulate_rank
 
 if TYPE_CHECKING:
     from maya.emulator.runner import ScriptModule
@@ -250,7 +250,6 @@ class _RankRunner(_InProcessRunner):
 
     def __init__(self, *args, **kwargs) -> None:
         from maya.emulator.allocator_config import environment_settings
-        from maya.world.rank_emulation import remote_emulate_rank
 
         super().__init__(*args, **kwargs)
         self.task = remote_emulate_rank()
@@ -266,8 +265,6 @@ class _RankRunner(_InProcessRunner):
         """The task on a worker process of its own: Ray starts one for a runtime environment no worker
         has (an idle worker of the pool, whatever it ran before, would take a task of `max_calls` 1)."""
         env = {**(self.env_vars or {}), "MAYA_FRESH_WORKER": f"{os.getpid()}-{id(self)}-{rank}-{time.monotonic_ns()}"}
-        from maya.world.rank_emulation import remote_emulate_rank
-
         return remote_emulate_rank(fresh=True).options(runtime_env={"env_vars": env})
 
     def emulate(self, ranks: list[int]) -> Iterator[tuple[int, RankResult]]:
