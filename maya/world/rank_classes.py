@@ -216,7 +216,11 @@ that falls inside a parameter splits one copy or update into two small ones."""
 _MEMORY_COLUMNS = frozenset(_FINGERPRINT_COLUMNS.index(c) for c in ("allocated_bytes", "reserved_bytes"))
 
 
-def _iteration_totals(table: pa.Table, rank: int, fams: Sequence[Family]) -> tuple[dict[int, list[float]], int, list]:
+TraceTotals = tuple[dict[int, list[float]], int, list]
+"""What `alike` compares of a trace (`trace_totals`)."""
+
+
+def trace_totals(table: pa.Table, rank: int, fams: Sequence[Family]) -> TraceTotals:
     """Per iteration: [FLOPs, bytes (of kernels and copies), peak allocated bytes]; the kernel count; and
     the rows that must agree exactly: collectives as `normalized_rows` compares them (less the
     allocator's totals), and copies, host rows and iteration ends by iteration and op. Host reads are
@@ -251,13 +255,19 @@ def _relative(u: float, v: float) -> float:
 
 def alike(a: pa.Table, rank_a: int, b: pa.Table, rank_b: int, fams: Sequence[Family],
           tolerance: float = ALIKE_TOLERANCE, kernel_tolerance: float = ALIKE_KERNEL_TOLERANCE) -> str | None:
+    """How far apart two traces that differ only in the shapes of their computation are, or None when
+    they are not alike (`alike_totals` of their `trace_totals`)."""
+    return alike_totals(trace_totals(a, rank_a, fams), trace_totals(b, rank_b, fams), tolerance, kernel_tolerance)
+
+
+def alike_totals(a: TraceTotals, b: TraceTotals, tolerance: float = ALIKE_TOLERANCE,
+                 kernel_tolerance: float = ALIKE_KERNEL_TOLERANCE) -> str | None:
     """How far apart two traces that differ only in the shapes of their computation are (the largest
     difference of FLOPs, bytes and peak memory over the iterations, relative to the largest
     iteration's, and that of the kernel counts), or None when they are not alike: another collective,
     copy, host row or iteration, or a total further apart than `tolerance` (`kernel_tolerance` for the
     kernel count)."""
-    totals_a, kernels_a, exact_a = _iteration_totals(a, rank_a, fams)
-    totals_b, kernels_b, exact_b = _iteration_totals(b, rank_b, fams)
+    (totals_a, kernels_a, exact_a), (totals_b, kernels_b, exact_b) = a, b
     if exact_a != exact_b or totals_a.keys() != totals_b.keys():
         return None
     # Each difference is relative to the largest iteration's figure, so that the few kernels and frees

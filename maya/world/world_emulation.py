@@ -35,13 +35,15 @@ from typing import TYPE_CHECKING
 from maya.emulator.object_mailbox import MessageKey, ObjectMessage, add_messages
 from maya.world.rank_classes import (
     Family,
-    alike,
+    TraceTotals,
+    alike_totals,
     classes,
     families,
     first_difference,
     informative,
     probe_rank,
     trace_fingerprint,
+    trace_totals,
 )
 from maya.world.rank_emulation import RankResult, remote_emulate_rank
 
@@ -403,13 +405,21 @@ def emulate_world(
             known[rank] = trace_fingerprint(results[rank].table, rank, fams)
         return known[rank]
 
+    totals: dict[int, TraceTotals] = {}
+
+    def how_alike(a: int, b: int) -> str | None:
+        """`rank_classes.alike` of two emulated ranks, each rank's totals taken once."""
+        for rank in (a, b):
+            if rank not in totals:
+                totals[rank] = trace_totals(results[rank].table, rank, fams)
+        return alike_totals(totals[a], totals[b])
+
     zero_only: list[Family] = []
     alike_found: dict[int, str] = {}
     if variant_families is None:
         variant = [f for f in useful if probes[f.index] is None or fingerprint(probes[f.index]) != fingerprint(0)]
         for f in [f for f in variant if probes[f.index] is not None and not exact_dedup]:
-            probe = probes[f.index]
-            how = alike(results[0].table, 0, results[probe].table, probe, fams)
+            how = how_alike(0, probes[f.index])
             if how is not None:  # only the shapes of its computation differ (sharded optimizer state)
                 alike_found[f.index] = how
                 variant.remove(f)
@@ -437,11 +447,12 @@ def emulate_world(
     )
     _check_class_count(len(representatives), world_size, max_rank_classes, variant)
     results.update(pool.run([r for r in representatives if r not in results], "class representatives"))
-    _check_members(results, rep, fams, fingerprint, bool(alike_found))
+    within = how_alike if alike_found else None
+    _check_members(results, rep, fams, fingerprint, within)
     if verify_dedup:
         extra = _verification_ranks(rep, results)
         results.update(pool.run(extra, "one more member per class (--verify-dedup)"))
-        _check_members(results, rep, fams, fingerprint, bool(alike_found))
+        _check_members(results, rep, fams, fingerprint, within)
     return WorldEmulation(
         world_size=world_size, results=results, rank_to_representative=rep, families=fams,
         variant_families=[f.index for f in variant], zero_only_families=[f.index for f in zero_only],
@@ -494,17 +505,15 @@ def _verification_ranks(rep: dict[int, int], results: dict[int, RankResult]) -> 
 
 def _check_members(
     results: dict[int, RankResult], rep: dict[int, int], fams: list[Family], fingerprint: Callable[[int], str],
-    alike_families: bool = False,
+    how_alike: Callable[[int, int], str | None] | None = None,
 ) -> None:
-    """Every emulated non-representative must match its representative's trace (or, where families were
-    found alike, be alike it: `maya.world.rank_classes.alike`)."""
+    """Every emulated non-representative must match its representative's trace, or, given `how_alike`
+    (where families were found alike), be alike it (`maya.world.rank_classes.alike`)."""
     for rank, result in sorted(results.items()):
         r = rep[rank]
         if r == rank or r not in results:
             continue
-        if fingerprint(rank) != fingerprint(r):
-            if alike_families and alike(results[r].table, r, result.table, rank, fams) is not None:
-                continue
+        if fingerprint(rank) != fingerprint(r) and (how_alike is None or how_alike(r, rank) is None):
             raise DedupMismatchError(
                 f"ranks {r} and {rank} were put in one class but record different traces: "
                 + first_difference(results[r].table, r, result.table, rank, fams)
