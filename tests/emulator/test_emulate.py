@@ -23,6 +23,15 @@ GPT = Path(__file__).parents[2] / "examples" / "train_gpt.py"
 TINY = ["--batch", "4", "--seq", "64", "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512"]
 
 
+def _emulate_source(tmp_path, name: str, source: str):
+    """Write `source` as the script `name`, emulate it on an H200 and check that it ran to the end."""
+    script = tmp_path / name
+    script.write_text(source)
+    summary = maya.emulate(script, [], gpu="h200", trace_dir=tmp_path / "trace")
+    assert summary.exit_code == 0, summary.error
+    return summary
+
+
 def _ops(summary, phase=None):
     table = read_rank_trace(summary.trace_dir, 0).to_pandas()
     table = table[table.kind == "kernel"]
@@ -596,8 +605,8 @@ def test_a_session_that_cannot_start_raises_its_own_error_alone(tmp_path, monkey
 def test_a_shuffling_loader_over_a_large_dataset_draws_a_real_permutation(tmp_path):
     # RandomSampler draws torch.randperm(len(dataset)).tolist(): over 200,000 samples, faked, it gave a
     # placeholder read per sample and ran into the emulator's bound on them (Megatron's mock dataset).
-    script = tmp_path / "shuffle.py"
-    script.write_text(
+    _emulate_source(
+        tmp_path, "shuffle.py",
         "import torch\n"
         "from torch.utils.data import DataLoader, Dataset\n"
         "class Tokens(Dataset):\n"
@@ -611,10 +620,8 @@ def test_a_shuffling_loader_over_a_large_dataset_draws_a_real_permutation(tmp_pa
         "    batch.cuda().float().sum()\n"
         "    if step == 2:\n"
         "        break\n"
-        "assert len(set(seen)) == 24 and max(seen) > 1000, seen\n"
+        "assert len(set(seen)) == 24 and max(seen) > 1000, seen\n",
     )
-    summary = maya.emulate(script, [], gpu="h200", trace_dir=tmp_path / "trace")
-    assert summary.exit_code == 0, summary.error
 
 
 def test_a_device_given_as_an_index_is_the_emulated_gpu_of_that_rank(tmp_path):
@@ -640,8 +647,8 @@ def test_legacy_tensor_types_and_tensors_built_from_gpu_scalars(tmp_path):
     # Megatron's mixed-precision optimizer checks param.type() == "torch.cuda.BFloat16Tensor", and its
     # Apex-free gradient norm builds torch.tensor([t.norm() for t in grads]) from GPU scalars, which C++
     # read below Maya's modes ("Could not run 'aten::_local_scalar_dense' with arguments from the 'maya' backend").
-    script = tmp_path / "legacy.py"
-    script.write_text(
+    summary = _emulate_source(
+        tmp_path, "legacy.py",
         "import torch\n"
         "w = torch.nn.Linear(8, 8).cuda().bfloat16().weight\n"
         "assert w.type() == 'torch.cuda.BFloat16Tensor', w.type()\n"
@@ -652,9 +659,7 @@ def test_legacy_tensor_types_and_tensors_built_from_gpu_scalars(tmp_path):
         "norms = torch.tensor([[g.norm() for g in grads]])\n"
         "assert norms.shape == (1, 2) and norms.device.type == 'cpu'\n"
         "total = torch.tensor([float(norms.norm())], device='cuda')\n"
-        "assert total.is_cuda\n"
+        "assert total.is_cuda\n",
     )
-    summary = maya.emulate(script, [], gpu="h200", trace_dir=tmp_path / "trace")
-    assert summary.exit_code == 0, summary.error
     ops = [r["op"] for r in read_rank_trace(summary.trace_dir, 0).to_pylist()]
     assert ops.count("cuda:item") >= 2  # each GPU scalar read on the host, as CUDA reads it
