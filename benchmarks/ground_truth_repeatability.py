@@ -68,6 +68,30 @@ def lease_medians(measured: Measured | None = None) -> dict[str, tuple[float, in
     return {name: (statistics.median(t), len(t)) for name, t in lease_times(measured).items()}
 
 
+HOST_MOVED_SPREAD = 0.05
+"""`lease_speeds` reads the workloads whose step moved by more than this between leases."""
+
+
+def lease_speeds(measured: Measured | None = None) -> dict[str, list[float]]:
+    """Lease -> its step time over the median of every other measurement of the same workload, for
+    each workload measured on three or more leases whose spread exceeds `HOST_MOVED_SPREAD` (the steps
+    a host can move): below 1 on a lease with a fast host, above 1 on a slow one. The scored ground
+    truth, which may join several leases' measurements, counts among the others but gets no entry."""
+    scored, leases = measured or measurements()
+    times, spreads = lease_times((scored, leases)), lease_spreads((scored, leases))
+    moved = [n for n, s in spreads.items() if s > HOST_MOVED_SPREAD and len(times[n]) >= 3]
+    out = {}
+    for lease, steps in leases.items():
+        ratios = []
+        for name in moved:
+            if name in steps:
+                others = [scored[name], *(t[name] for other, t in leases.items() if other != lease and name in t)]
+                ratios.append(steps[name] / statistics.median(others))
+        if ratios:
+            out[lease] = ratios
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gpu", choices=sorted(LEASE_SETS), default="h200")
@@ -98,7 +122,12 @@ def main() -> None:
         f"- {len(spreads)} workloads measured on more than one lease; median spread {statistics.median(spreads.values()):.1%}, "
         f"largest {max(spreads.values()):.1%} ({max(spreads, key=spreads.get)}).",
         f"- Within 2% on every lease ({len(small)}): {', '.join(small)}.",
+        f"- How fast each lease's host was: its step over the median of the workload's other measurements, over the"
+        f" workloads measured on three or more leases that moved by more than {HOST_MOVED_SPREAD:.0%} (the median, and the"
+        " range; below 1 is a fast host):",
     ]
+    lines += [f"  - {lease}: {statistics.median(r):.3f} ({min(r):.3f}-{max(r):.3f}) over {len(r)} workloads"
+              for lease, r in lease_speeds(measured).items()]
     text = "\n".join(lines) + "\n"
     print(text)
     out.write_text(text)

@@ -174,6 +174,18 @@ def test_lease_spreads_come_from_the_committed_repeat_measurements():
     assert spreads["mlp_tiny_adamw"] > 0.2
 
 
+def test_lease_speeds_compare_each_lease_with_the_other_measurements():
+    from ground_truth_repeatability import lease_speeds
+
+    scored = {"host": 10.0, "gpu": 50.0, "two": 10.0}
+    leases = {"lease_x": {"host": 8.0, "gpu": 50.1, "two": 20.0}, "lease_y": {"host": 12.0, "gpu": 49.9}}
+    speeds = lease_speeds((scored, leases))
+    # Only "host" moved by more than 5% on three or more leases: "gpu" repeats, "two" has two leases.
+    assert speeds == {"lease_x": [pytest.approx(8.0 / 11.0)], "lease_y": [pytest.approx(12.0 / 9.0)]}
+    committed = lease_speeds()
+    assert 0.8 < statistics.median(committed["lease_p"]) < 1.0  # session 47's H200: a fast host
+
+
 def test_first_line_names_the_exception():
     tb = "Traceback (most recent call last):\n  File \"x.py\", line 1\nRuntimeError: boom\n\n"
     assert validate.first_line(tb) == "RuntimeError: boom"
