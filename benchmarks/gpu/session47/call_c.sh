@@ -10,9 +10,9 @@ DIR=/tmp/s47d
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit,uuid --format=csv > "$DIR/gpu.csv"
 { lscpu | grep -E '^(Model name|CPU\(s\)|CPU max MHz)'; nproc; } > "$DIR/machine.txt" 2>&1
 timeout 60 python3 -m maya.estimator.profiler --out "$DIR/host" --families host > "$DIR/host.log" 2>&1; echo "host rc=$?"
-timeout 240 python3 benchmarks/gpu/op_time_probe.py --chrome --shapes --out "$DIR/op_times" \
+timeout 180 python3 benchmarks/gpu/op_time_probe.py --chrome --shapes --out "$DIR/op_times" \
   hf_qwen2_0p5b_bf16 vit_large_bf16_ckpt unet_fp32_128px > "$DIR/op_times.log" 2>&1; echo "op_times rc=$?"
-timeout 180 python3 benchmarks/gpu/host_phase_probe.py --out "$DIR/phases" hf_qwen2_0p5b_bf16 vit_large_bf16_ckpt \
+timeout 120 python3 benchmarks/gpu/host_phase_probe.py --out "$DIR/phases" hf_qwen2_0p5b_bf16 vit_large_bf16_ckpt \
   > "$DIR/phases.log" 2>&1; echo "phases rc=$?"
 date -u +%FT%TZ >> "$DIR/env.txt"
 cat "$DIR/env.txt"; tail -4 "$DIR/op_times.log" "$DIR/phases.log" | cut -c1-300
