@@ -163,6 +163,14 @@ def host_speed_range(gpu: str = "h200") -> tuple[float, float] | None:
     return (float(value[0]), float(value[1])) if value else None
 
 
+def host_scale(gpu: str = "h200") -> float:
+    """The multiplier of every host cost computed from the shipped figures (`host_scale` in
+    host_overhead.json, by benchmarks/host_scale.py; the H200's for others): the figures are one
+    machine's, and this puts them at the median machine of the kind, on which the validation table is
+    scored. Figures measured on the user's machine (`per_op_us`) are not scaled. 1.0 where never fitted."""
+    return float(_host_overhead_file(gpu).get("host_scale", 1.0))
+
+
 def forward_in_situ_factor(gpu: str = "h200") -> float:
     """How much longer real models take to issue a forward launch than the microbenchmark's module
     chain (`forward_in_situ_factor` in host_overhead.json, by benchmarks/host_phase_factors.py from
@@ -180,7 +188,8 @@ def host_costs_us(
     Args:
         df: trace rows.
         gpu: whose host_overhead.json figures apply.
-        per_op_us: figures to use instead of that file's `per_op_us` (another machine's microbenchmarks).
+        per_op_us: figures to use instead of that file's `per_op_us` (another machine's microbenchmarks);
+            without them every cost is multiplied by `host_scale(gpu)`.
         forward_factor: instead of `forward_in_situ_factor(gpu)`, the multiplier of a forward launch's
             `module_forward_op_us` (1.0 gives the microbenchmark's figure alone).
     """
@@ -226,6 +235,8 @@ def host_costs_us(
                               zip(df["attrs"].to_numpy()[foreach], df["input_shapes"].to_numpy()[foreach])]
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
+    if per_op_us is None:
+        host = host * host_scale(gpu)
     # A CUDA graph's rows were launched by its replay's one host row.
     return np.where(graph_replayed(df), 0.0, host)
 
@@ -301,7 +312,8 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
     start it when the host starts launching, and ends it no earlier than the last launch. Zero for
     other rows, and for every row where the GPU's host figures lack `rnn_cell_forward_us` /
     `rnn_cell_backward_us` (measured by `maya profile --families host` since 2026-12-02; the shipped
-    H200 figures have them).
+    H200 figures have them). The shipped figures' times are multiplied by `host_scale(gpu)`, as
+    `host_costs_us` does.
     """
     from maya.estimator.features import rnn_cells
 
@@ -317,4 +329,4 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
         base, attrs = df["op"].iat[i].split(".", 1)[0], df["attrs"].iat[i]
         if RNN_CELL_LAUNCH.get(base) in costs and not (isinstance(attrs, str) and replayed in attrs):
             out[i] = costs[RNN_CELL_LAUNCH[base]] * rnn_cells(base, attrs, df["input_shapes"].iat[i])
-    return out
+    return out * host_scale(gpu) if per_op_us is None else out

@@ -12,7 +12,14 @@ from maya.estimator.host_cost import (
     forward_in_situ_factor,
     host_costs_us,
     host_overhead,
+    host_scale,
 )
+
+
+def shipped(rows: pd.DataFrame, **kwargs):
+    """Each row's cost from the shipped figures before `host_scale`, which multiplies them all
+    (test_costs_from_the_shipped_figures_are_put_at_the_median_machine_and_a_users_are_not)."""
+    return host_costs_us(rows, **kwargs) / host_scale("h200")
 
 
 def test_each_kind_of_row_pays_its_measured_cost():
@@ -27,7 +34,7 @@ def test_each_kind_of_row_pays_its_measured_cost():
             "attrs": [None, None, None, None, None, json.dumps({"ops": 10}), None],
         }
     )
-    host = host_costs_us(rows)
+    host = shipped(rows)
     assert host[0] == pytest.approx(c["module_forward_op_us"] * forward_in_situ_factor("h200"))
     assert host[1] == pytest.approx(c["autograd_backward_op_us"])
     assert host[2] == pytest.approx(c["aten_op_us"])
@@ -45,7 +52,7 @@ def test_a_checkpoint_region_pays_its_forward_share_after_the_forward_and_the_re
                          "input_shapes": [[], []], "attrs": [json.dumps({"ops": 10})] * 2})
     whole = c["checkpoint_region_us"] + 10 * c["checkpoint_per_op_us"]
     if "checkpoint_forward_region_us" not in c:  # a profile without the split: all at the forward
-        assert list(host_costs_us(rows)) == pytest.approx([whole, 0.0])
+        assert list(shipped(rows)) == pytest.approx([whole, 0.0])
     split = {"checkpoint_region_us": 300.0, "checkpoint_per_op_us": 70.0,
              "checkpoint_forward_region_us": 100.0, "checkpoint_forward_per_op_us": 20.0}
     assert list(host_costs_us(rows, per_op_us=split)) == pytest.approx([100.0 + 10 * 20.0, 200.0 + 10 * 50.0])
@@ -62,7 +69,7 @@ def test_forward_launches_pay_the_in_situ_factor_and_figures_can_be_another_mach
     rows = pd.DataFrame({"kind": ["kernel", "kernel"], "phase": ["forward", "backward"], "op": ["aten::mm"] * 2,
                          "input_shapes": [[[2, 2], [2, 2]]] * 2, "attrs": [None, None]})
     c = host_overhead("h200")
-    assert host_costs_us(rows, forward_factor=1.0)[0] == pytest.approx(c["module_forward_op_us"])
+    assert shipped(rows, forward_factor=1.0)[0] == pytest.approx(c["module_forward_op_us"])
     other = {"module_forward_op_us": 11.0, "autograd_backward_op_us": 33.0}
     assert list(host_costs_us(rows, per_op_us=other, forward_factor=2.0)) == pytest.approx([22.0, 33.0])
 
@@ -78,7 +85,7 @@ def test_dtensor_and_fsdp_host_rows_pay_the_framework_figures():
             "attrs": [json.dumps({"ops": 0}), json.dumps({"ops": 23}), json.dumps({"ops": 12})],
         }
     )
-    host = host_costs_us(rows)
+    host = shipped(rows)
     assert host[0] == pytest.approx(c["dtensor_op_us"])
     assert host[1] == pytest.approx(c["dtensor_op_us"] + 23 * c["dtensor_list_entry_us"])
     assert host[2] == pytest.approx(c["fsdp_unit_us"] + 12 * c["fsdp_unit_per_param_us"])
@@ -89,7 +96,7 @@ def test_ddp_host_rows_pay_fixed_plus_per_parameter():
     c = host_overhead("h200")
     rows = pd.DataFrame({"kind": ["host"], "phase": ["forward"], "op": ["ddp:step"], "input_shapes": [[]],
                          "attrs": [json.dumps({"ops": 148})]})
-    assert host_costs_us(rows)[0] == pytest.approx(c["ddp_step_us"] + 148 * c["ddp_param_us"])
+    assert shipped(rows)[0] == pytest.approx(c["ddp_step_us"] + 148 * c["ddp_param_us"])
 
 
 def test_sorting_and_multi_launch_ops_pay_their_measured_extra():
@@ -105,7 +112,7 @@ def test_sorting_and_multi_launch_ops_pay_their_measured_extra():
             "attrs": [None] * 4,
         }
     )
-    host = host_costs_us(rows)
+    host = shipped(rows)
     # H200 Chrome traces: 32 launches per embedding-bag backward, 8-10 per accumulating index_put.
     assert 80 < extra["aten::_embedding_bag_backward"] < 200 and 50 < extra["aten::index_put"] < 150
     assert host[0] == pytest.approx(c["autograd_backward_op_us"] + extra["aten::_embedding_bag_backward"])
@@ -113,6 +120,29 @@ def test_sorting_and_multi_launch_ops_pay_their_measured_extra():
     forward = c["module_forward_op_us"] * forward_in_situ_factor("h200")
     assert host[2] == pytest.approx(forward + extra["aten::nonzero"])
     assert host[3] == pytest.approx(forward)  # in-place index_put_ without accumulate: one launch
+
+
+def test_costs_from_the_shipped_figures_are_put_at_the_median_machine_and_a_users_are_not():
+    # The shipped figures are one lease's; `host_scale` (benchmarks/host_scale.py) multiplies every cost
+    # computed from them. Figures measured on the user's machine (--host-profile) stand as measured.
+    from maya.emulator.rnn_kernels import RnnMode
+    from maya.estimator import rnn_grid
+    from maya.estimator.host_cost import launch_stream_us
+    from maya.estimator.profile_grid import make_case
+
+    scale = host_scale("h200")
+    assert 0.5 <= scale <= 1.2
+    shape = rnn_grid.RnnShape(mode=RnnMode.LSTM, input_size=8, hidden_size=16, num_layers=1, batch=3, steps=5,
+                              bidirectional=False, dtype="float32")
+    rnn = make_case("rnn", *next(iter(rnn_grid.calls(shape))))
+    rows = pd.DataFrame({"kind": ["kernel", "kernel", "sync", "kernel"], "phase": ["forward", "backward", "forward", "forward"],
+                         "op": ["aten::mm", "aten::mm", "cuda:item", rnn.op],
+                         "input_shapes": [[[2, 2], [2, 2]]] * 2 + [[], list(rnn.input_shapes)],
+                         "attrs": [None, None, None, json.dumps(rnn.attrs)]})
+    given = host_overhead("h200")
+    assert launch_stream_us(rows, per_op_us=given)[3] > 0  # the RNN row launches 5 cells
+    assert list(host_costs_us(rows)) == pytest.approx([scale * x for x in host_costs_us(rows, per_op_us=given)])
+    assert list(launch_stream_us(rows)) == pytest.approx([scale * x for x in launch_stream_us(rows, per_op_us=given)])
 
 
 def test_an_rnn_row_launches_for_every_step_layer_and_direction():
@@ -137,7 +167,7 @@ def test_an_rnn_row_launches_for_every_step_layer_and_direction():
     assert launch_stream_us(rows, per_op_us=figures).tolist() == [180.0, 280.0, 0.0]
     # The shipped H200 figures carry the RNN measurements (2026-12-02).
     shipped = host_overhead("h200")
-    assert launch_stream_us(rows).tolist() == pytest.approx(
+    assert (launch_stream_us(rows) / host_scale("h200")).tolist() == pytest.approx(
         [20 * shipped["rnn_cell_forward_us"], 20 * shipped["rnn_cell_backward_us"], 0.0])
 
 
@@ -169,7 +199,7 @@ def test_a_foreach_row_pays_per_list_entry_even_where_a_list_repeats():
                          "input_shapes": [[[4]] * 8], "attrs": [attrs]})
     c = host_overhead("h200")
     expected = c["aten_op_us"] + 12 * c["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
-    assert host_costs_us(rows)[0] == pytest.approx(expected)
+    assert shipped(rows)[0] == pytest.approx(expected)
 
 
 def test_cudnn_attention_pays_its_measured_plan_cost_and_other_backends_do_not():
@@ -185,7 +215,7 @@ def test_cudnn_attention_pays_its_measured_plan_cost_and_other_backends_do_not()
             "attrs": [None] * 3,
         }
     )
-    host = host_costs_us(rows)
+    host = shipped(rows)
     # H200 Chrome traces of calibration workloads: a cuDNN attention call costs 5-8 one-launch ops profiled.
     fwd, bwd = extra["aten::_scaled_dot_product_cudnn_attention"], extra["aten::_scaled_dot_product_cudnn_attention_backward"]
     assert 20 < fwd < 80 and 20 < bwd < 100
@@ -215,7 +245,7 @@ def test_a_new_shape_pays_the_lookup_or_plan_and_a_routed_one_its_measured_share
             "attrs": [json.dumps({"args": [], **m}) for m in marks],
         }
     )
-    host = host_costs_us(rows) - c["aten_op_us"]
+    host = shipped(rows) - c["aten_op_us"]
     backward_conv = host_overhead("h200").get("conv_backward_extra_us", 0.0)
     # H200 (session 34): a bfloat16 GEMM's kernel lookup for a new M costs 100-1000 us, for a new K less;
     # a cuDNN attention plan tens of milliseconds.
@@ -240,6 +270,6 @@ def test_a_kernel_launched_inside_another_op_pays_one_aten_launch_whatever_its_p
                          "op": ["aten::clone"] * 3, "input_shapes": [[[2, 8, 16, 16]]] * 3,
                          "attrs": ['{"args": [{"$t": 0}], "kwargs": {}, "internal_launch": true}', None,
                                    '{"args": [{"$t": 0}], "kwargs": {}, "internal_launch": true}']})
-    host = host_costs_us(rows)
+    host = shipped(rows)
     assert host[0] == pytest.approx(c["aten_op_us"]) and host[2] == pytest.approx(c["aten_op_us"])
     assert host[1] == pytest.approx(c["autograd_backward_op_us"])

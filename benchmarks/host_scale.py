@@ -1,0 +1,154 @@
+"""One multiplier of every shipped host cost, fitted on the calibration workloads' steps over the H200 leases.
+
+    python benchmarks/host_scale.py [--write] [--out benchmarks/results/host_scale_h200.md]
+
+The shipped host figures (maya/estimator/data/h200/host_overhead.json) are one lease's microbenchmarks
+and in-situ readings, while the validation table scores each workload on the median step over every H200
+lease that measured it (`ground_truth_repeatability.lease_medians`). Machines differ in host speed by tens
+of percent, and a microbenchmark ranks a machine differently from the steps it runs (the shipped
+machine's forward op ranks 16th of 19 leases, its backward op 2nd: `host_lease_means.py`), so this fits
+the one factor that puts the shipped figures at the median machine's steps.
+
+Each calibration workload measured on `MIN_LEASES` or more leases (held-out workloads never count, nor do
+workloads fewer leases measured) is emulated once with its suite arguments and estimated once; its
+trace is then simulated with every host cost (and cuDNN RNN launch time) multiplied by each factor of
+`GRID`, the step being the median of the timed iterations as benchmarks/validate.py takes it. The factor kept is the one with the least mean |log(predicted / measured)| over those
+workloads; GPU-bound steps do not move with it, so host-bound ones decide. `--write` stores it as
+`host_scale` in host_overhead.json, where `maya.estimator.host_cost.host_costs_us` and
+`launch_stream_us` multiply every cost computed from the shipped figures by it (figures measured on the
+user's machine, `--host-profile`, are not scaled). The fit starts from the unscaled figures whatever the
+file holds. Only torch, pandas and the project are needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
+from ground_truth_repeatability import lease_medians  # noqa: E402
+from suite import WORKLOADS, Workload  # noqa: E402
+from validate import DEFAULT_STEPS, DEFAULT_WARMUP, flag_value  # noqa: E402
+
+HOST_FILE = ROOT / "maya" / "estimator" / "data" / "h200" / "host_overhead.json"
+MIN_LEASES = 3
+"""A workload's median step counts only when this many leases or more measured it."""
+GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(71))
+"""Factors tried: 0.50 to 1.20."""
+
+
+def calibration_medians() -> dict[str, float]:
+    """Calibration workload -> its median step (ms) over the leases, for those `MIN_LEASES` or more measured."""
+    medians = lease_medians()
+    return {w.name: medians[w.name][0] for w in WORKLOADS
+            if not w.held_out and w.name in medians and medians[w.name][1] >= MIN_LEASES}
+
+
+def emulated(workload: Workload, root: Path) -> Path:
+    """Emulate a calibration workload with its suite arguments into `root/NAME`; the trace directory."""
+    import contextlib
+    import io
+
+    from maya.api import emulate
+
+    if workload.held_out:
+        raise SystemExit(f"{workload.name} is held out: it may not set a calibration constant")
+    script = ROOT / "benchmarks" / "validation" / "workloads" / workload.script
+    with contextlib.redirect_stdout(io.StringIO()):
+        summary = emulate(str(script), list(workload.argv), gpu="h200", trace_dir=root / workload.name)
+    if summary.exit_code != 0:
+        raise SystemExit(f"{workload.name}: emulation failed\n{summary.error}")
+    return root / workload.name
+
+
+def scaled_steps_ms(workload: Workload, trace_dir: Path, factors: tuple[float, ...]) -> dict[float, float]:
+    """Factor -> the predicted step (ms) of the workload's rank-0 trace in `trace_dir` with every host
+    cost times the factor: the median over its timed iterations (validate.py's)."""
+    from maya.estimator.host_cost import host_scale
+    from maya.hardware.cluster import cluster_for_gpu
+    from maya.predict import _host_scaled, default_params, estimated_rank
+    from maya.simulator import simulate
+    from maya.trace import read_rank_trace
+
+    estimated = {0: estimated_rank(read_rank_trace(trace_dir, 0), "h200")}
+    warmup = flag_value(workload.argv, "--warmup", DEFAULT_WARMUP)
+    end = warmup + flag_value(workload.argv, "--steps", DEFAULT_STEPS)
+    shipped = host_scale("h200")  # the estimate's costs carry the file's factor; the fit starts from 1
+    cluster, params = cluster_for_gpu("h200", 1), default_params("h200")
+    out = {}
+    for factor in factors:
+        result = simulate(_host_scaled(estimated, factor / shipped), cluster, params=params)
+        out[factor] = statistics.median(result.iteration_times_us[warmup:end]) / 1e3
+    return out
+
+
+def log_error(predicted: float, measured: float) -> float:
+    return abs(math.log(predicted / measured))
+
+
+def best_factor(steps: dict[str, dict[float, float]], measured: dict[str, float]) -> float:
+    """The factor of `GRID` with the least mean |log(predicted / measured)| over the workloads of `steps`
+    (the smaller factor on a tie)."""
+    return min(GRID, key=lambda f: (statistics.fmean(log_error(s[f], measured[n]) for n, s in steps.items()), f))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--write", action="store_true", help="store the factor as host_scale in host_overhead.json")
+    p.add_argument("--out", type=Path, help="also write the printed tables to this markdown file")
+    args = p.parse_args(argv)
+    measured = calibration_medians()
+    steps: dict[str, dict[float, float]] = {}
+    workloads = {w.name: w for w in WORKLOADS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(measured, 1):
+            steps[name] = scaled_steps_ms(workloads[name], emulated(workloads[name], Path(tmp)), GRID)
+            print(f"[{i}/{len(measured)}] {name}", file=sys.stderr, flush=True)
+    best = best_factor(steps, measured)
+    lines = [
+        "# One multiplier of the shipped host costs, fitted on the calibration steps",
+        "",
+        f"Made by `python benchmarks/host_scale.py{' --write' if args.write else ''}`: {len(steps)} calibration workloads "
+        f"measured on {MIN_LEASES} or more H200 leases, each scored on its median step over them "
+        "(`benchmarks/results/ground_truth_repeatability_h200.md`); predicted as benchmarks/validate.py predicts them.",
+        "",
+        "| factor | mean abs log error | median abs error | worst abs error |",
+        "|---:|---:|---:|---:|",
+    ]
+    for factor in GRID[::5] + ((best,) if best not in GRID[::5] else ()):
+        errors = [abs(s[factor] / measured[n] - 1) for n, s in steps.items()]
+        mean_log = statistics.fmean(log_error(s[factor], measured[n]) for n, s in steps.items())
+        mark = " (kept)" if factor == best else ""
+        lines.append(f"| {factor:.2f}{mark} | {mean_log:.4f} | {statistics.median(errors):.1%} | {max(errors):.1%} |")
+    lines += ["", "| workload | leases' median ms | predicted ms, factor 1.00 | error | "
+              f"predicted ms, factor {best:.2f} | error |", "|---|---:|---:|---:|---:|---:|"]
+    for name, s in steps.items():
+        m = measured[name]
+        lines.append(f"| {name} | {m:.2f} | {s[1.0]:.2f} | {s[1.0] / m - 1:+.1%} | {s[best]:.2f} | {s[best] / m - 1:+.1%} |")
+    lines += ["", f"Kept: {best:.2f}."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    if args.write:
+        data = json.loads(HOST_FILE.read_text())
+        data["host_scale"] = best
+        data["host_scale_method"] = (
+            f"python benchmarks/host_scale.py --write: the factor of {GRID[0]:.2f}-{GRID[-1]:.2f} (steps of 0.01) with the "
+            f"least mean |log(predicted / measured)| over the {len(steps)} calibration workloads measured on {MIN_LEASES} or "
+            "more H200 leases, each scored on its median step over them, every host cost computed from this file's "
+            "figures multiplied by it; maya.estimator.host_cost multiplies every such cost by it.")
+        HOST_FILE.write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote host_scale {best:.2f} to {HOST_FILE.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
