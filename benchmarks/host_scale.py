@@ -11,13 +11,14 @@ the one factor that puts the shipped figures at the median machine's steps.
 
 Each calibration workload measured on `MIN_LEASES` or more leases (held-out workloads never count, nor do
 workloads fewer leases measured) is emulated once with its suite arguments and estimated once; its
-trace is then simulated with every host cost (and cuDNN RNN launch time) multiplied by each factor of
+trace is then simulated with every host cost (and cuDNN RNN launch time) that the factor scales multiplied by each factor of
 `GRID`, the step being the median of the timed iterations as benchmarks/validate.py takes it. The factor kept is the one with the least mean |log(predicted / measured)| over those
 workloads; GPU-bound steps do not move with it, so host-bound ones decide. `--write` stores it as
 `host_scale` in host_overhead.json, where `maya.estimator.host_cost.host_costs_us` and
-`launch_stream_us` multiply every cost computed from the shipped figures by it (figures measured on the
-user's machine, `--host-profile`, are not scaled). The fit starts from the unscaled figures whatever the
-file holds. Only torch, pandas and the project are needed.
+`launch_stream_us` multiply the shipped figures by it, but for those measured on other machines at their
+own host speed (`UNSCALED_FIGURES`: DDP, FSDP2 and DTensor, from multi-GPU leases; the new-shape lookup
+figures); figures measured on the user's machine (`--host-profile`) are not scaled. The fit starts from
+the unscaled figures whatever the file holds. Only torch, pandas and the project are needed.
 """
 
 from __future__ import annotations
@@ -69,22 +70,27 @@ def emulated(workload: Workload, root: Path) -> Path:
 
 
 def scaled_steps_ms(workload: Workload, trace_dir: Path, factors: tuple[float, ...]) -> dict[float, float]:
-    """Factor -> the predicted step (ms) of the workload's rank-0 trace in `trace_dir` with every host
-    cost times the factor: the median over its timed iterations (validate.py's)."""
-    from maya.estimator.host_cost import host_scale
+    """Factor -> the predicted step (ms) of the workload's rank-0 trace in `trace_dir` with the host costs
+    the factor scales times it: the median over its timed iterations (validate.py's)."""
+    from maya.estimator.host_cost import host_costs_us, launch_stream_us
     from maya.hardware.cluster import cluster_for_gpu
-    from maya.predict import _host_scaled, default_params, estimated_rank
+    from maya.predict import default_params, estimated_rank
     from maya.simulator import simulate
     from maya.trace import read_rank_trace
 
-    estimated = {0: estimated_rank(read_rank_trace(trace_dir, 0), "h200")}
+    df = estimated_rank(read_rank_trace(trace_dir, 0), "h200")
+    # Both costs are linear in the factor: what it scales, and what it leaves (the multi-GPU and
+    # new-shape figures), apart.
+    host = [host_costs_us(df, "h200", scale=s) for s in (0.0, 1.0)]
+    launch = [launch_stream_us(df, "h200", scale=s) for s in (0.0, 1.0)]
     warmup = flag_value(workload.argv, "--warmup", DEFAULT_WARMUP)
     end = warmup + flag_value(workload.argv, "--steps", DEFAULT_STEPS)
-    shipped = host_scale("h200")  # the estimate's costs carry the file's factor; the fit starts from 1
     cluster, params = cluster_for_gpu("h200", 1), default_params("h200")
     out = {}
     for factor in factors:
-        result = simulate(_host_scaled(estimated, factor / shipped), cluster, params=params)
+        scaled = df.assign(host_us=host[0] + factor * (host[1] - host[0]),
+                           launch_us=launch[0] + factor * (launch[1] - launch[0]))
+        result = simulate({0: scaled}, cluster, params=params)
         out[factor] = statistics.median(result.iteration_times_us[warmup:end]) / 1e3
     return out
 
@@ -144,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             f"python benchmarks/host_scale.py --write: the factor of {GRID[0]:.2f}-{GRID[-1]:.2f} (steps of 0.01) with the "
             f"least mean |log(predicted / measured)| over the {len(steps)} calibration workloads measured on {MIN_LEASES} or "
             "more H200 leases, each scored on its median step over them, every host cost computed from this file's "
-            "figures multiplied by it; maya.estimator.host_cost multiplies every such cost by it.")
+            "figures multiplied by it (but UNSCALED_FIGURES and new_shape_us, measured on other machines at their own "
+            "speed); maya.estimator.host_cost multiplies those figures by it.")
         HOST_FILE.write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote host_scale {best:.2f} to {HOST_FILE.relative_to(ROOT)}", file=sys.stderr)
     return 0

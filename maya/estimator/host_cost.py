@@ -164,11 +164,19 @@ def host_speed_range(gpu: str = "h200") -> tuple[float, float] | None:
 
 
 def host_scale(gpu: str = "h200") -> float:
-    """The multiplier of every host cost computed from the shipped figures (`host_scale` in
+    """The multiplier of the host costs computed from the shipped figures (`host_scale` in
     host_overhead.json, by benchmarks/host_scale.py; the H200's for others): the figures are one
-    machine's, and this puts them at the median machine of the kind, on which the validation table is
-    scored. Figures measured on the user's machine (`per_op_us`) are not scaled. 1.0 where never fitted."""
+    machine's, or scaled to its host speed, and this puts them at the median machine of the kind, on
+    which the validation table is scored. `UNSCALED_FIGURES` and the new-shape figures, measured on
+    other machines at their own speed, and figures measured on the user's machine (`per_op_us`) are not
+    scaled. 1.0 where never fitted."""
     return float(_host_overhead_file(gpu).get("host_scale", 1.0))
+
+
+UNSCALED_FIGURES = frozenset({"ddp_step_us", "ddp_param_us", "fsdp_unit_us", "fsdp_unit_per_param_us",
+                              "dtensor_op_us", "dtensor_list_entry_us"})
+"""Shipped figures measured in situ on multi-GPU machines at their own host speed (host_overhead.json's
+notes), which `host_scale` leaves as measured."""
 
 
 def forward_in_situ_factor(gpu: str = "h200") -> float:
@@ -181,7 +189,7 @@ def forward_in_situ_factor(gpu: str = "h200") -> float:
 
 def host_costs_us(
     df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str, float] | None = None,
-    forward_factor: float | None = None,
+    forward_factor: float | None = None, scale: float | None = None,
 ) -> np.ndarray:
     """CPU time the issuing thread spends on each trace row, microseconds.
 
@@ -189,11 +197,15 @@ def host_costs_us(
         df: trace rows.
         gpu: whose host_overhead.json figures apply.
         per_op_us: figures to use instead of that file's `per_op_us` (another machine's microbenchmarks);
-            without them every cost is multiplied by `host_scale(gpu)`.
+            without them the figures are multiplied by `host_scale(gpu)` (but `UNSCALED_FIGURES` and the
+            new-shape figures).
         forward_factor: instead of `forward_in_situ_factor(gpu)`, the multiplier of a forward launch's
             `module_forward_op_us` (1.0 gives the microbenchmark's figure alone).
+        scale: instead of that multiplier (benchmarks/host_scale.py fits it).
     """
-    costs = {**host_overhead(gpu), **(per_op_us or {})}
+    if scale is None:
+        scale = host_scale(gpu) if per_op_us is None else 1.0
+    costs = {k: v if k in UNSCALED_FIGURES else v * scale for k, v in {**host_overhead(gpu), **(per_op_us or {})}.items()}
     costs.update(checkpoint_figures(costs))
     factor = forward_in_situ_factor(gpu) if forward_factor is None else forward_factor
     figures = {p: costs[k] * (factor if p == "forward" else 1.0) for p, k in PHASE_COST.items()}
@@ -221,8 +233,8 @@ def host_costs_us(
     # with accumulate, nonzero) cost the issuing thread 70-130 us more than a one-launch op, and a CNN
     # layer's convolution and batch norm more too (cuDNN's plan lookup, a batch norm's several
     # kernels), and cuDNN's attention (its plan again), where the GPU machine's figures measured it.
-    extra_us = {**{name: costs.get(key, 0.0) for name, key in LAYER_EXTRA_COST.items()}, **composite_op_extra_us(gpu),
-                **attention_extra_us(gpu)}
+    extra_us = {**{name: costs.get(key, 0.0) for name, key in LAYER_EXTRA_COST.items()},
+                **{name: v * scale for name, v in {**composite_op_extra_us(gpu), **attention_extra_us(gpu)}.items()}}
     extra = op.map(extra_us).fillna(0.0).to_numpy(dtype=float)
     host = np.where(launches, host + extra, host)
     host = np.where(launches, host + new_shape_costs_us(df, gpu), host)
@@ -235,8 +247,6 @@ def host_costs_us(
                               zip(df["attrs"].to_numpy()[foreach], df["input_shapes"].to_numpy()[foreach])]
         per_entry_us = costs["optimizer_foreach_per_tensor_us"] / LIST_ENTRIES_PER_PARAMETER
         host = np.where(foreach, host + per_entry_us * n_tensors, host)
-    if per_op_us is None:
-        host = host * host_scale(gpu)
     # A CUDA graph's rows were launched by its replay's one host row.
     return np.where(graph_replayed(df), 0.0, host)
 
@@ -304,7 +314,8 @@ RNN_CELL_LAUNCH = {"aten::_cudnn_rnn": "rnn_cell_forward_us", "aten::_cudnn_rnn_
 """The host figure (`maya.estimator.host_overhead`) per cell of each cuDNN RNN op."""
 
 
-def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str, float] | None = None) -> np.ndarray:
+def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str, float] | None = None,
+                     scale: float | None = None) -> np.ndarray:
     """Host time each trace row spends launching kernels that the GPU may already run, microseconds.
 
     A cuDNN RNN launches kernels for every time step, layer and direction (`features.rnn_cells`), so
@@ -312,8 +323,8 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
     start it when the host starts launching, and ends it no earlier than the last launch. Zero for
     other rows, and for every row where the GPU's host figures lack `rnn_cell_forward_us` /
     `rnn_cell_backward_us` (measured by `maya profile --families host` since 2026-12-02; the shipped
-    H200 figures have them). The shipped figures' times are multiplied by `host_scale(gpu)`, as
-    `host_costs_us` does.
+    H200 figures have them). The shipped figures' times are multiplied by `host_scale(gpu)` (or
+    `scale`), as `host_costs_us` does.
     """
     from maya.estimator.features import rnn_cells
 
@@ -329,4 +340,6 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
         base, attrs = df["op"].iat[i].split(".", 1)[0], df["attrs"].iat[i]
         if RNN_CELL_LAUNCH.get(base) in costs and not (isinstance(attrs, str) and replayed in attrs):
             out[i] = costs[RNN_CELL_LAUNCH[base]] * rnn_cells(base, attrs, df["input_shapes"].iat[i])
-    return out * host_scale(gpu) if per_op_us is None else out
+    if scale is None:
+        scale = host_scale(gpu) if per_op_us is None else 1.0
+    return out * scale
