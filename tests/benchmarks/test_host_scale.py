@@ -1,7 +1,6 @@
 """benchmarks/host_scale.py: one multiplier of the shipped host costs, fitted on calibration workloads
 measured on several leases, and what maya.estimator.host_cost does with it."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -9,10 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("benchmarks_host_scale", ROOT / "benchmarks" / "host_scale.py")
-host_scale_fit = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = host_scale_fit
-_spec.loader.exec_module(host_scale_fit)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import host_scale as host_scale_fit  # noqa: E402
 
 
 def test_only_calibration_workloads_measured_on_three_leases_or_more_count():
