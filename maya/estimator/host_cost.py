@@ -173,6 +173,14 @@ def host_scale(gpu: str = "h200") -> float:
     return float(_host_overhead_file(gpu).get("host_scale", 1.0))
 
 
+def _scale(gpu: str, per_op_us: Mapping[str, float] | None, scale: float | None) -> float:
+    """The multiplier of the figures: `scale` if given, else `host_scale(gpu)` for the shipped figures
+    and 1.0 for a machine's own (`per_op_us`)."""
+    if scale is not None:
+        return scale
+    return host_scale(gpu) if per_op_us is None else 1.0
+
+
 UNSCALED_FIGURES = frozenset({"ddp_step_us", "ddp_param_us", "fsdp_unit_us", "fsdp_unit_per_param_us",
                               "dtensor_op_us", "dtensor_list_entry_us"})
 """Shipped figures measured in situ on multi-GPU machines at their own host speed (host_overhead.json's
@@ -203,8 +211,7 @@ def host_costs_us(
             `module_forward_op_us` (1.0 gives the microbenchmark's figure alone).
         scale: instead of that multiplier (benchmarks/host_scale.py fits it).
     """
-    if scale is None:
-        scale = host_scale(gpu) if per_op_us is None else 1.0
+    scale = _scale(gpu, per_op_us, scale)
     costs = {k: v if k in UNSCALED_FIGURES else v * scale for k, v in {**host_overhead(gpu), **(per_op_us or {})}.items()}
     costs.update(checkpoint_figures(costs))
     factor = forward_in_situ_factor(gpu) if forward_factor is None else forward_factor
@@ -340,6 +347,4 @@ def launch_stream_us(df: pd.DataFrame, gpu: str = "h200", *, per_op_us: dict[str
         base, attrs = df["op"].iat[i].split(".", 1)[0], df["attrs"].iat[i]
         if RNN_CELL_LAUNCH.get(base) in costs and not (isinstance(attrs, str) and replayed in attrs):
             out[i] = costs[RNN_CELL_LAUNCH[base]] * rnn_cells(base, attrs, df["input_shapes"].iat[i])
-    if scale is None:
-        scale = host_scale(gpu) if per_op_us is None else 1.0
-    return out * scale
+    return out * _scale(gpu, per_op_us, scale)
