@@ -61,7 +61,24 @@ def read_host_profile(path: str | Path) -> dict[str, float]:
         raise ValueError(f"host profile {path} is not a `maya profile --families host` JSON file: {e}") from None
     if not isinstance(figures, dict) or not figures:
         raise ValueError(f"host profile {path} has no per_op_us figures (is it `maya profile --families host` output?)")
-    return _checked_figures(figures, f"host profile {path}")
+    return with_in_situ_extras(_checked_figures(figures, f"host profile {path}"))
+
+
+IN_SITU_EXTRAS = ("conv_forward_extra_us", "conv_backward_extra_us", "batch_norm_forward_extra_us",
+                  "batch_norm_backward_extra_us")
+"""Shipped figures measured in situ, in real CNN steps' profiles (benchmarks/cnn_host_extra.py), where a
+machine's `maya profile --families host` times tiny layers whose readings moved 0-86 us between leases."""
+
+
+def with_in_situ_extras(figures: dict[str, float], gpu: str = "h200") -> dict[str, float]:
+    """A machine's profile `figures` with the shipped in-situ CNN extras (`IN_SITU_EXTRAS`) in place of
+    its tiny-layer readings, each put at that machine's speed by the ratio of its `aten_op_us` to the
+    shipped one (the extras were scaled to unprofiled time by it); unchanged without `aten_op_us`."""
+    shipped = host_overhead(gpu)
+    if "aten_op_us" not in figures or not shipped.get("aten_op_us"):
+        return figures
+    speed = figures["aten_op_us"] / shipped["aten_op_us"]
+    return {**figures, **{k: shipped[k] * speed for k in IN_SITU_EXTRAS if k in shipped}}
 
 
 def host_profile_figures(profile: str | Path | Mapping[str, float] | None) -> dict[str, float] | None:

@@ -277,3 +277,23 @@ def test_a_kernel_launched_inside_another_op_pays_one_aten_launch_whatever_its_p
     host = shipped(rows)
     assert host[0] == pytest.approx(c["aten_op_us"]) and host[2] == pytest.approx(c["aten_op_us"])
     assert host[1] == pytest.approx(c["autograd_backward_op_us"])
+
+
+def test_a_machines_profile_takes_the_shipped_in_situ_cnn_extras_at_its_own_speed(tmp_path):
+    # `maya profile --families host` times a convolution's and a batch norm's extra host cost on tiny
+    # layers, which read 0-86 us between leases; the shipped figures come from real CNN steps' profiles
+    # (benchmarks/cnn_host_extra.py), so a machine's profile takes those, scaled by its aten_op_us.
+    from maya.estimator.host_cost import IN_SITU_EXTRAS, read_host_profile
+
+    shipped = host_overhead("h200")
+    tiny = {k: 0.2 for k in IN_SITU_EXTRAS}
+    path = tmp_path / "host_overhead.json"
+    path.write_text(json.dumps({"per_op_us": {"aten_op_us": shipped["aten_op_us"] / 2, "module_forward_op_us": 7.0, **tiny}}))
+    figures = read_host_profile(path)
+    assert figures["module_forward_op_us"] == 7.0  # the machine's own microbenchmarks stand
+    assert figures["aten_op_us"] == pytest.approx(shipped["aten_op_us"] / 2)
+    for key in IN_SITU_EXTRAS:
+        assert figures[key] == pytest.approx(shipped[key] / 2)
+    # Without aten_op_us there is no speed to scale by: the profile's readings stand.
+    path.write_text(json.dumps({"per_op_us": {"module_forward_op_us": 7.0, **tiny}}))
+    assert read_host_profile(path) == {"module_forward_op_us": 7.0, **tiny}
