@@ -1,4 +1,4 @@
-"""One multiplier of every shipped host cost, fitted on the calibration workloads' steps over the H200 leases.
+"""One multiplier of the shipped host figures, fitted on the calibration workloads' steps over the H200 leases.
 
     python benchmarks/host_scale.py [--write] [--out benchmarks/results/host_scale_h200.md]
 
@@ -11,8 +11,9 @@ the one factor that puts the shipped figures at the median machine's steps.
 
 Each calibration workload measured on `MIN_LEASES` or more leases (held-out workloads never count, nor do
 workloads fewer leases measured) is emulated once with its suite arguments and estimated once; its
-trace is then simulated with every host cost (and cuDNN RNN launch time) that the factor scales multiplied by each factor of
-`GRID`, the step being the median of the timed iterations as benchmarks/validate.py takes it. The factor kept is the one with the least mean |log(predicted / measured)| over those
+trace is then simulated with the host costs (and cuDNN RNN launch times) the factor scales multiplied by
+each factor of `GRID`, the step being the median of the timed iterations as benchmarks/validate.py
+takes it. The factor kept is the one with the least mean |log(predicted / measured)| over those
 workloads; GPU-bound steps do not move with it, so host-bound ones decide. `--write` stores it as
 `host_scale` in host_overhead.json, where `maya.estimator.host_cost.host_costs_us` and
 `launch_stream_us` multiply the shipped figures by it, but for those measured on other machines at their
