@@ -8,7 +8,8 @@ allocator setting), with `parts`: each part's command, date and wall time. Workl
 order; a suite workload no part measured is an error.
 
 With `--into`, the parts' workloads are added to an existing ground truth measured on another lease (a
-workload added to the suite after it), each with `measured_separately`: its part's date and command.
+workload added to the suite after it), each with `measured_separately`: its part's date and command; the
+file keeps its indent.
 The parts must name the file's GPU, driver, torch and cuDNN; a workload the file already has is an
 error, so a measurement is never silently replaced.
 """
@@ -68,6 +69,15 @@ def add_separately(base: dict, parts: list[dict]) -> dict:
     return {"environment": environment, "workloads": sorted(by_name.values(), key=lambda w: order[w["name"]])}
 
 
+def json_indent(text: str) -> int | None:
+    """The indent of a JSON file's text (the spaces before its second line's key; None on one line), so
+    that adding to a ground truth keeps its layout and its diff shows the additions alone."""
+    lines = text.splitlines()
+    if len(lines) < 2:
+        return None
+    return len(lines[1]) - len(lines[1].lstrip(" "))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("parts", nargs="+", type=Path)
@@ -81,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         p.error(str(e))
     target = args.into or args.out
-    target.write_text(json.dumps(joined, indent=1) + "\n")
+    indent = json_indent(args.into.read_text()) if args.into else 1
+    target.write_text(json.dumps(joined, indent=indent) + "\n")
     print(f"wrote {target} ({len(joined['workloads'])} workloads)")
     return 0
 

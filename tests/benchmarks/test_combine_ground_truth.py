@@ -33,11 +33,12 @@ def test_a_later_lease_is_added_in_the_suites_order_and_marked(tmp_path):
     names = [w.name for w in WORKLOADS]
     base = {"environment": dict(ENV, alloc_conf=None), "workloads": part(names[:3] + names[5:])["workloads"]}
     path = tmp_path / "gt.json"
-    path.write_text(json.dumps(base))
+    path.write_text(json.dumps(base, indent=2))
     later = tmp_path / "later.json"
     later.write_text(json.dumps(part([names[4], names[3]], alloc_conf="")))  # unset allocator either way
     assert combine_ground_truth.main([str(later), "--into", str(path)]) == 0
     added = json.loads(path.read_text())
+    assert path.read_text().startswith('{\n  "environment"')  # the file keeps its indent
     assert [w["name"] for w in added["workloads"]] == names
     assert "measured_separately" not in added["workloads"][2]
     marked = added["workloads"][3]
