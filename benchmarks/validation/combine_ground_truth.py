@@ -86,12 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--into", type=Path, help="add the parts' workloads to this ground truth, in place")
     args = p.parse_args(argv)
     parts = [json.loads(path.read_text()) for path in args.parts]
+    existing = args.into.read_text() if args.into else None
     try:
-        joined = add_separately(json.loads(args.into.read_text()), parts) if args.into else combine(parts)
+        joined = add_separately(json.loads(existing), parts) if existing is not None else combine(parts)
     except ValueError as e:
         p.error(str(e))
     target = args.into or args.out
-    indent = json_indent(args.into.read_text()) if args.into else 1
+    indent = json_indent(existing) if existing is not None else 1
     target.write_text(json.dumps(joined, indent=indent) + "\n")
     print(f"wrote {target} ({len(joined['workloads'])} workloads)")
     return 0
