@@ -64,12 +64,6 @@ def read_host_profile(path: str | Path) -> dict[str, float]:
     return with_in_situ_extras(_checked_figures(figures, f"host profile {path}"))
 
 
-IN_SITU_EXTRAS = ("conv_forward_extra_us", "conv_backward_extra_us", "batch_norm_forward_extra_us",
-                  "batch_norm_backward_extra_us")
-"""Shipped figures measured in situ, in real CNN steps' profiles (benchmarks/cnn_host_extra.py), where a
-machine's `maya profile --families host` times tiny layers whose readings moved 0-86 us between leases."""
-
-
 def with_in_situ_extras(figures: dict[str, float], gpu: str = "h200") -> dict[str, float]:
     """A machine's profile `figures` with the shipped in-situ CNN extras (`IN_SITU_EXTRAS`) in place of
     its tiny-layer readings, each put at that machine's speed by the ratio of its `aten_op_us` to the
@@ -332,6 +326,11 @@ LAYER_EXTRA_COST = {
 }
 """Trace op -> the host figure (`maya.estimator.host_overhead`) it pays beyond its
 phase's one-launch figure; nothing where the GPU's figures lack it."""
+
+IN_SITU_EXTRAS = frozenset(LAYER_EXTRA_COST.values())
+"""The layer extras, which the shipped figures take from real CNN steps' profiles
+(benchmarks/cnn_host_extra.py), where a machine's `maya profile --families host` times tiny layers whose
+readings moved 0-86 us between leases (`with_in_situ_extras`)."""
 
 
 RNN_CELL_LAUNCH = {"aten::_cudnn_rnn": "rnn_cell_forward_us", "aten::_cudnn_rnn_backward": "rnn_cell_backward_us"}
