@@ -74,8 +74,14 @@ def measured_phases(probe: dict) -> dict[str, float]:
     return out
 
 
-def emulated_trace(name: str, root: Path) -> Path:
-    """Emulate a suite workload for 4 steps into `root/name`; the rank-0 trace file."""
+SHORT_RUN = ("--steps", "2", "--warmup", "2")
+"""The arguments `emulated_trace` adds by default: 2 warm-up and 2 timed steps."""
+
+
+def emulated_trace(name: str, root: Path, extra_args: tuple[str, ...] = SHORT_RUN) -> Path:
+    """Emulate a calibration workload of the suite into `root/name` with its suite arguments and
+    `extra_args` (default 2 warm-up and 2 timed steps; () runs it as benchmarks/validate.py does); the
+    rank-0 trace file."""
     from maya.api import emulate
 
     w = next(w for w in WORKLOADS if w.name == name)
@@ -84,7 +90,7 @@ def emulated_trace(name: str, root: Path) -> Path:
     out = root / name
     script = Path(ROOT / "benchmarks" / "validation" / "workloads" / w.script)
     with contextlib.redirect_stdout(io.StringIO()):
-        summary = emulate(str(script), [*w.argv, "--steps", "2", "--warmup", "2"], gpu="h200", trace_dir=out)
+        summary = emulate(str(script), [*w.argv, *extra_args], gpu="h200", trace_dir=out)
     if summary.exit_code != 0:
         raise SystemExit(f"{name}: emulation failed\n{summary.error}")
     return out / "rank=0" / "trace.parquet"

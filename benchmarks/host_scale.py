@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
 from ground_truth_repeatability import lease_medians  # noqa: E402
+from host_phase_factors import emulated_trace  # noqa: E402
 from suite import WORKLOADS, Workload  # noqa: E402
 from validate import DEFAULT_STEPS, DEFAULT_WARMUP, flag_value  # noqa: E402
 
@@ -51,23 +52,6 @@ def calibration_medians() -> dict[str, float]:
     medians = lease_medians()
     return {w.name: medians[w.name][0] for w in WORKLOADS
             if not w.held_out and w.name in medians and medians[w.name][1] >= MIN_LEASES}
-
-
-def emulated(workload: Workload, root: Path) -> Path:
-    """Emulate a calibration workload with its suite arguments into `root/NAME`; the trace directory."""
-    import contextlib
-    import io
-
-    from maya.api import emulate
-
-    if workload.held_out:
-        raise SystemExit(f"{workload.name} is held out: it may not set a calibration constant")
-    script = ROOT / "benchmarks" / "validation" / "workloads" / workload.script
-    with contextlib.redirect_stdout(io.StringIO()):
-        summary = emulate(str(script), list(workload.argv), gpu="h200", trace_dir=root / workload.name)
-    if summary.exit_code != 0:
-        raise SystemExit(f"{workload.name}: emulation failed\n{summary.error}")
-    return root / workload.name
 
 
 def scaled_steps_ms(workload: Workload, trace_dir: Path, factors: tuple[float, ...]) -> dict[float, float]:
@@ -116,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     workloads = {w.name: w for w in WORKLOADS}
     with tempfile.TemporaryDirectory() as tmp:
         for i, name in enumerate(measured, 1):
-            steps[name] = scaled_steps_ms(workloads[name], emulated(workloads[name], Path(tmp)), GRID)
+            trace_dir = emulated_trace(name, Path(tmp), extra_args=()).parents[1]  # as validate.py runs it
+            steps[name] = scaled_steps_ms(workloads[name], trace_dir, GRID)
             print(f"[{i}/{len(measured)}] {name}", file=sys.stderr, flush=True)
     best = best_factor(steps, measured)
     lines = [
