@@ -84,10 +84,11 @@ def log_error(predicted: float, measured: float) -> float:
     return abs(math.log(predicted / measured))
 
 
-def best_factor(steps: dict[str, dict[float, float]], measured: dict[str, float]) -> float:
-    """The factor of `GRID` with the least mean |log(predicted / measured)| over the workloads of `steps`
+def best_factor(steps: dict[str, dict[float, float]], measured: dict[str, float],
+                grid: tuple[float, ...] = GRID) -> float:
+    """The factor of `grid` with the least mean |log(predicted / measured)| over the workloads of `steps`
     (the smaller factor on a tie)."""
-    return min(GRID, key=lambda f: (statistics.fmean(log_error(s[f], measured[n]) for n, s in steps.items()), f))
+    return min(grid, key=lambda f: (statistics.fmean(log_error(s[f], measured[n]) for n, s in steps.items()), f))
 
 
 def main(argv: list[str] | None = None) -> int:

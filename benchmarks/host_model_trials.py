@@ -1,0 +1,168 @@
+"""Two other shapes of the host-cost model, scored on the calibration steps the way host_scale.py fits.
+
+    python benchmarks/host_model_trials.py [--out benchmarks/results/host_model_trials_h200.md]
+
+Session 48 tried these against the shipped model (per-op figures from the first ground truth's machine,
+a forward in-situ factor, one `host_scale`); neither is shipped. Each trial computes every calibration
+workload's host costs its own way, then, like `host_scale.py`, multiplies the costs it scales by each
+factor of `GRID` (0.50-1.60), simulates, and keeps the factor with the least mean |log(predicted / measured)| over
+the 19 calibration workloads measured on three or more H200 leases (held-out workloads never count).
+Trials:
+
+- `shipped`: the shipped figures and forward in-situ factor (what host_scale.py fits).
+- `shipped, optimizer in situ`: the same, with every optimizer-phase host cost multiplied by the
+  optimizer's measured in-situ ratio (below).
+- `median lease`: the per-op figures of the H200 leases whose microbenchmarks used the current
+  backward method (`CURRENT_LEASES`, each lease's runs averaged, the median over leases), the shipped
+  in-situ CNN extras at that speed (`maya.estimator.host_cost.with_in_situ_extras`), the shipped forward
+  in-situ factor.
+- `median lease, phase in situ`: the same, with each phase's measured in-situ ratio: the forward's as
+  its factor, and every backward and optimizer host cost multiplied by theirs.
+
+A phase's in-situ ratio is read from `benchmarks/results/host_phase_factors_h200.md` (host_phase_factors.py:
+real host issue time over Maya's model with the lease's own figures and no in-situ factor): for each
+workload its rows marked host-bound, the median over leases, then the median over workloads; for the
+backward only the current-method leases count. Only torch, pandas and the project are needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from host_phase_factors import emulated_trace, lease_figures  # noqa: E402
+from host_scale import best_factor, calibration_medians, log_error  # noqa: E402
+from suite import WORKLOADS  # noqa: E402
+from validate import DEFAULT_STEPS, DEFAULT_WARMUP, flag_value  # noqa: E402
+
+LEASES = ROOT / "benchmarks" / "gpu" / "host_phase_h200"
+CURRENT_LEASES = ("lease_n", "lease_o", "lease_p")
+"""H200 leases whose `maya profile --families host` measured the backward op by the current method."""
+PHASE_TABLE = ROOT / "benchmarks" / "results" / "host_phase_factors_h200.md"
+GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(111))
+"""Factors tried: 0.50 to 1.60 (host_scale.py stops at 1.20; the median lease's figures are a faster machine's)."""
+TRIALS = ("shipped", "shipped, optimizer in situ", "median lease", "median lease, phase in situ")
+
+
+def median_lease_figures() -> dict[str, float]:
+    """The median over `CURRENT_LEASES` of each lease's microbenchmark figures (its runs averaged), with
+    the shipped in-situ CNN extras at that speed."""
+    from maya.estimator.host_cost import with_in_situ_extras
+
+    leases = [lease_figures(LEASES / name) for name in CURRENT_LEASES]
+    keys = sorted(set.intersection(*(set(f) for f in leases)))
+    return with_in_situ_extras({k: statistics.median(f[k] for f in leases) for k in keys})
+
+
+def phase_ratios(table: str) -> dict[str, float]:
+    """Phase -> its in-situ ratio from host_phase_factors.py's table (the module docstring says how)."""
+    per: dict[str, dict[str, dict[str, list[float]]]] = {p: {} for p in ("forward", "backward", "optimizer")}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 7 or not cells[0].startswith("lease_") or cells[3] != "yes":
+            continue
+        lease, workload = cells[0], cells[1]
+        for phase, cell in zip(("forward", "backward", "optimizer"), cells[4:]):
+            if phase == "backward" and lease not in CURRENT_LEASES:
+                continue
+            per[phase].setdefault(workload, []).append(float(cell.split("=")[-1]))
+    return {p: statistics.median(statistics.median(v) for v in w.values()) for p, w in per.items()}
+
+
+def trial_costs(df, trial: str, figures: dict[str, float], ratios: dict[str, float]):
+    """(costs at scale 0, costs at scale 1) of the trace rows under `trial`, host and cuDNN RNN launch."""
+    import numpy as np
+
+    from maya.estimator.host_cost import host_costs_us, launch_stream_us
+
+    median = trial.startswith("median lease")
+    per_op = figures if median else None
+    forward = ratios["forward"] if trial == "median lease, phase in situ" else None
+    phase = df["phase"].to_numpy()
+    multiplier = np.ones(len(df))
+    if trial.endswith("in situ"):
+        multiplier[phase == "optimizer"] = ratios["optimizer"]
+    if trial == "median lease, phase in situ":
+        multiplier[phase == "backward"] = ratios["backward"]
+    host = [host_costs_us(df, "h200", per_op_us=per_op, forward_factor=forward, scale=s) * multiplier for s in (0.0, 1.0)]
+    launch = [launch_stream_us(df, "h200", per_op_us=per_op, scale=s) for s in (0.0, 1.0)]
+    return host, launch
+
+
+def trial_steps_ms(workload, trace_dir: Path, figures: dict[str, float], ratios: dict[str, float]) -> dict[str, dict[float, float]]:
+    """Trial -> factor -> the predicted step (ms) of the workload's rank-0 trace (host_scale.py's way)."""
+    from maya.hardware.cluster import cluster_for_gpu
+    from maya.predict import default_params, estimated_rank
+    from maya.simulator import simulate
+    from maya.trace import read_rank_trace
+
+    df = estimated_rank(read_rank_trace(trace_dir, 0), "h200")
+    warmup = flag_value(workload.argv, "--warmup", DEFAULT_WARMUP)
+    end = warmup + flag_value(workload.argv, "--steps", DEFAULT_STEPS)
+    cluster, params = cluster_for_gpu("h200", 1), default_params("h200")
+    out: dict[str, dict[float, float]] = {}
+    for trial in TRIALS:
+        host, launch = trial_costs(df, trial, figures, ratios)
+        out[trial] = {}
+        for factor in GRID:
+            scaled = df.assign(host_us=host[0] + factor * (host[1] - host[0]),
+                               launch_us=launch[0] + factor * (launch[1] - launch[0]))
+            result = simulate({0: scaled}, cluster, params=params)
+            out[trial][factor] = statistics.median(result.iteration_times_us[warmup:end]) / 1e3
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, help="also write the printed tables to this markdown file")
+    args = p.parse_args(argv)
+    ratios = phase_ratios(PHASE_TABLE.read_text())
+    figures = median_lease_figures()
+    measured = calibration_medians()
+    workloads = {w.name: w for w in WORKLOADS}
+    steps: dict[str, dict[str, dict[float, float]]] = {t: {} for t in TRIALS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(measured, 1):
+            trace_dir = emulated_trace(name, Path(tmp), extra_args=()).parents[1]  # as validate.py runs it
+            for trial, by_factor in trial_steps_ms(workloads[name], trace_dir, figures, ratios).items():
+                steps[trial][name] = by_factor
+            print(f"[{i}/{len(measured)}] {name}", file=sys.stderr, flush=True)
+    best = {t: best_factor(steps[t], measured, GRID) for t in TRIALS}
+    lines = [
+        "# Other shapes of the host-cost model, on the calibration steps",
+        "",
+        f"Made by `python benchmarks/host_model_trials.py`: {len(measured)} calibration workloads measured on three or "
+        "more H200 leases, each scored on its median step over them; each trial's factor fitted as host_scale.py fits it.",
+        "",
+        "- In-situ ratios from `benchmarks/results/host_phase_factors_h200.md` (host-bound rows; the backward's from "
+        f"{', '.join(CURRENT_LEASES[:-1])} and later only): " + ", ".join(f"{p} {r:.3f}" for p, r in ratios.items()) + ".",
+        f"- Median lease figures ({', '.join(CURRENT_LEASES)}): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in figures.items()) + ".",
+        "",
+        "| trial | factor kept | mean abs log error | median abs error | worst abs error |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for t in TRIALS:
+        errors = {n: s[best[t]] / measured[n] - 1 for n, s in steps[t].items()}
+        worst = max(errors, key=lambda n: abs(errors[n]))
+        mean_log = statistics.fmean(log_error(s[best[t]], measured[n]) for n, s in steps[t].items())
+        lines.append(f"| {t} | {best[t]:.2f} | {mean_log:.4f} | {statistics.median(abs(e) for e in errors.values()):.1%} | "
+                     f"{errors[worst]:+.1%} ({worst}) |")
+    lines += ["", "| workload | leases' median ms | " + " | ".join(f"{t} ({best[t]:.2f})" for t in TRIALS) + " |",
+              "|---|---:|" + "---:|" * len(TRIALS)]
+    for name, m in measured.items():
+        lines.append(f"| {name} | {m:.2f} | " + " | ".join(f"{steps[t][name][best[t]] / m - 1:+.1%}" for t in TRIALS) + " |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
