@@ -125,6 +125,7 @@ def evaluate(heldout: Path, training: Path, gpu: str = "h200", models_dir: Path 
             est = estimate_trace(part, gpu=gpu, models_dir=models_dir, exact=False, calibrated=False, allow_tf32=flag)
             frames.append(pd.DataFrame({
                 "family": part.column("family").to_pylist(), "op": part.column("op").to_pylist(),
+                "input_shapes": part.column("input_shapes").to_pylist(),
                 "measured_us": part.column("duration_us").to_numpy(), "predicted_us": est["duration_us"].to_numpy(),
                 "source": est["estimate_source"].to_numpy(),
                 "workload": part.column("workload").to_pylist() if "workload" in part.column_names else None,
@@ -159,6 +160,16 @@ def table(df: pd.DataFrame) -> tuple[str, bool]:
     lines.append(f"| **all** | {len(df)} | 100.0% | {df.error.abs().median():.1%} | {overall:.1%} | "
                  f"time-weighted <= {ALL_FAMILIES_TARGET:.0%}: {'met' if met else 'NOT met'} |")
     return "\n".join(lines), ok
+
+
+def error_shares(df: pd.DataFrame, family: str, n: int = 10) -> pd.DataFrame:
+    """The `n` ops of `family` with the most absolute error (microseconds), and the running share of the
+    family's time-weighted error they carry (`cumulative_points`: points of that error, in percent)."""
+    g = df[df.family == family].assign(abs_error_us=lambda x: (x.predicted_us - x.measured_us).abs())
+    g = g.sort_values("abs_error_us", ascending=False).head(n)
+    total = float(df.loc[df.family == family, "measured_us"].sum())
+    return g.assign(cumulative_points=100 * g.abs_error_us.cumsum() / total)[
+        ["op", "input_shapes", "measured_us", "predicted_us", "error", "abs_error_us", "cumulative_points"]]
 
 
 def by_workload(df: pd.DataFrame) -> str | None:
@@ -234,6 +245,9 @@ def main() -> int:
         print("\nper workload:\n" + workloads)
     worst = df.reindex(df.error.abs().sort_values(ascending=False).index).head(10)
     print("\nworst ops:\n" + worst.to_string(index=False))
+    for family in (f for f in TARGETS if (df.family == f).any()):
+        print(f"\n{family}: the ops carrying the most of its time-weighted error:\n"
+              + error_shares(df, family).to_string(index=False))
     repeats = [d for d in args.repeat if d.exists()]
     floor = noise_floor(args.heldout, repeats, retimed) if repeats else None
     if floor:

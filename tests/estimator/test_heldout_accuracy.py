@@ -49,6 +49,17 @@ def test_shipped_convolution_model_on_real_cnn_layers():
     assert rows.error.abs().median() <= 0.12 and weighted <= 0.16, (rows.error.abs().median(), weighted)
 
 
+
+def test_error_shares_rank_ops_by_absolute_error_and_sum_to_the_time_weighted_error(heldout_errors):
+    conv = heldout_errors[heldout_errors.family == "conv"]
+    weighted = 100 * (conv.predicted_us - conv.measured_us).abs().sum() / conv.measured_us.sum()
+    every = accuracy.error_shares(heldout_errors, "conv", n=len(conv))
+    assert every.cumulative_points.iloc[-1] == pytest.approx(weighted)
+    top = accuracy.error_shares(heldout_errors, "conv")
+    assert len(top) == 10 and top.abs_error_us.is_monotonic_decreasing
+    assert top.cumulative_points.tolist() == pytest.approx(every.cumulative_points.head(10).tolist())
+    assert (top.op.str.startswith("aten::convolution")).all() and top.input_shapes.notna().all()
+
 def test_per_workload_table_only_for_sets_made_from_training_steps():
     cnn = accuracy.evaluate(ROOT / "benchmarks" / "gpu" / "heldout_cnn_layers_h200", accuracy.TRAINING)
     rows = accuracy.by_workload(cnn).splitlines()[2:]
