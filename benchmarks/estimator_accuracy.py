@@ -166,8 +166,8 @@ def error_shares(df: pd.DataFrame, family: str, n: int = 10) -> pd.DataFrame:
     """The `n` ops of `family` with the most absolute error (microseconds), and the running share of the
     family's time-weighted error they carry (`cumulative_points`: points of that error, in percent)."""
     g = df[df.family == family].assign(abs_error_us=lambda x: (x.predicted_us - x.measured_us).abs())
+    total = float(g.measured_us.sum())
     g = g.sort_values("abs_error_us", ascending=False).head(n)
-    total = float(df.loc[df.family == family, "measured_us"].sum())
     return g.assign(cumulative_points=100 * g.abs_error_us.cumsum() / total)[
         ["op", "input_shapes", "measured_us", "predicted_us", "error", "abs_error_us", "cumulative_points"]]
 
