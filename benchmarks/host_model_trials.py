@@ -36,9 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from host_phase_factors import emulated_trace, lease_figures  # noqa: E402
-from host_scale import best_factor, calibration_medians, log_error  # noqa: E402
+from host_scale import best_factor, calibration_medians, estimated_trace, log_error, steps_at_factors  # noqa: E402
 from suite import WORKLOADS  # noqa: E402
-from validate import DEFAULT_STEPS, DEFAULT_WARMUP, flag_value  # noqa: E402
 
 LEASES = ROOT / "benchmarks" / "gpu" / "host_phase_h200"
 CURRENT_LEASES = ("lease_n", "lease_o", "lease_p")
@@ -96,25 +95,8 @@ def trial_costs(df, trial: str, figures: dict[str, float], ratios: dict[str, flo
 
 def trial_steps_ms(workload, trace_dir: Path, figures: dict[str, float], ratios: dict[str, float]) -> dict[str, dict[float, float]]:
     """Trial -> factor -> the predicted step (ms) of the workload's rank-0 trace (host_scale.py's way)."""
-    from maya.hardware.cluster import cluster_for_gpu
-    from maya.predict import default_params, estimated_rank
-    from maya.simulator import simulate
-    from maya.trace import read_rank_trace
-
-    df = estimated_rank(read_rank_trace(trace_dir, 0), "h200")
-    warmup = flag_value(workload.argv, "--warmup", DEFAULT_WARMUP)
-    end = warmup + flag_value(workload.argv, "--steps", DEFAULT_STEPS)
-    cluster, params = cluster_for_gpu("h200", 1), default_params("h200")
-    out: dict[str, dict[float, float]] = {}
-    for trial in TRIALS:
-        host, launch = trial_costs(df, trial, figures, ratios)
-        out[trial] = {}
-        for factor in GRID:
-            scaled = df.assign(host_us=host[0] + factor * (host[1] - host[0]),
-                               launch_us=launch[0] + factor * (launch[1] - launch[0]))
-            result = simulate({0: scaled}, cluster, params=params)
-            out[trial][factor] = statistics.median(result.iteration_times_us[warmup:end]) / 1e3
-    return out
+    df = estimated_trace(trace_dir)
+    return {trial: steps_at_factors(workload, df, *trial_costs(df, trial, figures, ratios), GRID) for trial in TRIALS}
 
 
 def main(argv: list[str] | None = None) -> int:

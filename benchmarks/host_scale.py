@@ -58,16 +58,31 @@ def scaled_steps_ms(workload: Workload, trace_dir: Path, factors: tuple[float, .
     """Factor -> the predicted step (ms) of the workload's rank-0 trace in `trace_dir` with the host costs
     the factor scales times it: the median over its timed iterations (validate.py's)."""
     from maya.estimator.host_cost import host_costs_us, launch_stream_us
-    from maya.hardware.cluster import cluster_for_gpu
-    from maya.predict import default_params, estimated_rank
-    from maya.simulator import simulate
-    from maya.trace import read_rank_trace
 
-    df = estimated_rank(read_rank_trace(trace_dir, 0), "h200")
+    df = estimated_trace(trace_dir)
     # Both costs are linear in the factor: what it scales, and what it leaves (the multi-GPU and
     # new-shape figures), apart.
     host = [host_costs_us(df, "h200", scale=s) for s in (0.0, 1.0)]
     launch = [launch_stream_us(df, "h200", scale=s) for s in (0.0, 1.0)]
+    return steps_at_factors(workload, df, host, launch, factors)
+
+
+def estimated_trace(trace_dir: Path):
+    """The rank-0 trace in `trace_dir`, estimated for the H200 (`maya.predict.estimated_rank`)."""
+    from maya.predict import estimated_rank
+    from maya.trace import read_rank_trace
+
+    return estimated_rank(read_rank_trace(trace_dir, 0), "h200")
+
+
+def steps_at_factors(workload: Workload, df, host: list, launch: list, factors: tuple[float, ...]) -> dict[float, float]:
+    """Factor -> the predicted step (ms) of the estimated trace `df` whose host and cuDNN RNN launch costs are
+    `host[0] + factor * (host[1] - host[0])` (likewise `launch`): the median over the workload's timed
+    iterations (validate.py's)."""
+    from maya.hardware.cluster import cluster_for_gpu
+    from maya.predict import default_params
+    from maya.simulator import simulate
+
     warmup = flag_value(workload.argv, "--warmup", DEFAULT_WARMUP)
     end = warmup + flag_value(workload.argv, "--steps", DEFAULT_STEPS)
     cluster, params = cluster_for_gpu("h200", 1), default_params("h200")
