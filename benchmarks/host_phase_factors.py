@@ -44,19 +44,18 @@ HOST_BOUND_BUSY_SHARE = 0.8
 PHASES = ("forward", "backward", "optimizer")
 sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from cnn_host_extra import FIGURES as CNN_EXTRAS  # noqa: E402
 from suite import WORKLOADS  # noqa: E402
-
-IN_SITU_FIGURES = tuple(CNN_EXTRAS)
-"""Figures the shipped file takes from profiled steps (benchmarks/cnn_host_extra.py), not from a lease's
-microbenchmarks: the model of every lease keeps the shipped ones."""
 
 
 def lease_figures(lease: Path) -> dict[str, float]:
-    """The lease's microbenchmark figures, averaged over its runs, less `IN_SITU_FIGURES`."""
+    """The lease's microbenchmark figures, averaged over its runs, less the CNN-layer extras
+    (`maya.estimator.host_cost.IN_SITU_EXTRAS`), which the shipped file takes from profiled steps
+    (benchmarks/cnn_host_extra.py): the model of every lease keeps the shipped ones."""
+    from maya.estimator.host_cost import IN_SITU_EXTRAS
+
     files = sorted(lease.glob("host_overhead*.json")) or sorted(lease.glob("host*/host_overhead.json"))
     runs = [json.loads(p.read_text())["per_op_us"] for p in files]
-    return {k: statistics.fmean(run[k] for run in runs) for k in runs[0] if k not in IN_SITU_FIGURES}
+    return {k: statistics.fmean(run[k] for run in runs) for k in runs[0] if k not in IN_SITU_EXTRAS}
 
 
 def probe_files(lease: Path) -> dict[str, Path]:
