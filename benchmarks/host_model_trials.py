@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from host_phase_factors import emulated_trace, lease_figures  # noqa: E402
+from host_phase_factors import emulated_trace, in_situ_ratio, lease_figures  # noqa: E402
 from host_scale import best_factor, calibration_medians, estimated_trace, log_error, steps_at_factors  # noqa: E402
 from suite import WORKLOADS  # noqa: E402
 
@@ -60,7 +60,7 @@ def median_lease_figures() -> dict[str, float]:
 
 def phase_ratios(table: str) -> dict[str, float]:
     """Phase -> its in-situ ratio from host_phase_factors.py's table (the module docstring says how)."""
-    per: dict[str, dict[str, dict[str, list[float]]]] = {p: {} for p in ("forward", "backward", "optimizer")}
+    per: dict[str, dict[str, list[float]]] = {p: {} for p in ("forward", "backward", "optimizer")}
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != 7 or not cells[0].startswith("lease_") or cells[3] != "yes":
@@ -70,7 +70,7 @@ def phase_ratios(table: str) -> dict[str, float]:
             if phase == "backward" and lease not in CURRENT_LEASES:
                 continue
             per[phase].setdefault(workload, []).append(float(cell.split("=")[-1]))
-    return {p: statistics.median(statistics.median(v) for v in w.values()) for p, w in per.items()}
+    return {p: in_situ_ratio(w) for p, w in per.items()}
 
 
 def trial_costs(df, trial: str, figures: dict[str, float], ratios: dict[str, float]):

@@ -107,6 +107,12 @@ def modelled_phases(trace: Path, figures: dict[str, float]) -> dict[str, float]:
     return {p: float(host[(df["phase"] == p).to_numpy()].sum()) / 1e3 for p in PHASES}
 
 
+def in_situ_ratio(ratios: dict[str, list[float]]) -> float:
+    """A phase's in-situ factor from each host-bound workload's measured / modelled ratios over the leases:
+    the median over workloads of each workload's median over leases."""
+    return statistics.median(statistics.median(r) for r in ratios.values())
+
+
 def kernel_busy_ms(name: str, lease: Path) -> float | None:
     """GPU kernel time of one profiled step of `name` (op_time_probe.py's `kernel_busy_ms`): the H200
     profile in benchmarks/gpu/op_times_h200, else the lease's own (`LEASE/op_times/`), else None."""
@@ -165,7 +171,7 @@ def main() -> None:
         if args.write:
             p.error("no host-bound calibration step: nothing to write")
         return
-    factor = round(statistics.median(per_workload.values()), 3)
+    factor = round(in_situ_ratio(ratios), 3)
     emit(f"- forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads); shipped: {shipped}")
     if args.out:
         leases_arg = "".join(f" --lease {d}" for d in args.lease or [])
