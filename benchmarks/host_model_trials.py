@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from host_phase_factors import emulated_trace, in_situ_ratio, lease_figures  # noqa: E402
+from host_phase_factors import PHASES, emulated_trace, in_situ_ratio, lease_figures  # noqa: E402
 from host_scale import best_factor, calibration_medians, estimated_trace, log_error, steps_at_factors  # noqa: E402
 from suite import WORKLOADS  # noqa: E402
 
@@ -45,7 +45,14 @@ CURRENT_LEASES = ("lease_n", "lease_o", "lease_p")
 PHASE_TABLE = ROOT / "benchmarks" / "results" / "host_phase_factors_h200.md"
 GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(111))
 """Factors tried: 0.50 to 1.60 (host_scale.py stops at 1.20; the median lease's figures are a faster machine's)."""
-TRIALS = ("shipped", "shipped, optimizer in situ", "median lease", "median lease, phase in situ")
+TRIALS: dict[str, tuple[bool, tuple[str, ...]]] = {
+    "shipped": (False, ()),
+    "shipped, optimizer in situ": (False, ("optimizer",)),
+    "median lease": (True, ()),
+    "median lease, phase in situ": (True, PHASES),
+}
+"""Trial -> (whether it takes the median lease's figures, the phases whose host costs take their in-situ
+ratio: the forward's as its factor, the others' as multipliers)."""
 
 
 def median_lease_figures() -> dict[str, float]:
@@ -60,13 +67,13 @@ def median_lease_figures() -> dict[str, float]:
 
 def phase_ratios(table: str) -> dict[str, float]:
     """Phase -> its in-situ ratio from host_phase_factors.py's table (the module docstring says how)."""
-    per: dict[str, dict[str, list[float]]] = {p: {} for p in ("forward", "backward", "optimizer")}
+    per: dict[str, dict[str, list[float]]] = {p: {} for p in PHASES}
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != 7 or not cells[0].startswith("lease_") or cells[3] != "yes":
             continue
         lease, workload = cells[0], cells[1]
-        for phase, cell in zip(("forward", "backward", "optimizer"), cells[4:]):
+        for phase, cell in zip(PHASES, cells[4:]):
             if phase == "backward" and lease not in CURRENT_LEASES:
                 continue
             per[phase].setdefault(workload, []).append(float(cell.split("=")[-1]))
@@ -79,15 +86,14 @@ def trial_costs(df, trial: str, figures: dict[str, float], ratios: dict[str, flo
 
     from maya.estimator.host_cost import host_costs_us, launch_stream_us
 
-    median = trial.startswith("median lease")
+    median, phases = TRIALS[trial]
     per_op = figures if median else None
-    forward = ratios["forward"] if trial == "median lease, phase in situ" else None
+    forward = ratios["forward"] if "forward" in phases else None
     phase = df["phase"].to_numpy()
     multiplier = np.ones(len(df))
-    if trial.endswith("in situ"):
-        multiplier[phase == "optimizer"] = ratios["optimizer"]
-    if trial == "median lease, phase in situ":
-        multiplier[phase == "backward"] = ratios["backward"]
+    for p in phases:
+        if p != "forward":
+            multiplier[phase == p] = ratios[p]
     host = [host_costs_us(df, "h200", per_op_us=per_op, forward_factor=forward, scale=s) * multiplier for s in (0.0, 1.0)]
     launch = [launch_stream_us(df, "h200", per_op_us=per_op, scale=s) for s in (0.0, 1.0)]
     return host, launch
