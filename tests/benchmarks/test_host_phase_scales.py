@@ -1,0 +1,33 @@
+"""benchmarks/host_phase_scales.py: how the two factors split the host costs, and the objective."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import host_phase_scales as scales  # noqa: E402
+
+
+def test_phase_split_scales_the_backward_rows_by_b_and_the_others_by_a():
+    zero = np.array([1.0, 2.0, 0.0])
+    one = np.array([11.0, 12.0, 10.0])  # scaled parts 10, 10, 10
+    backward = np.array([False, True, False])
+    out = scales.phase_split(zero, one, backward, a=0.5, b=2.0)
+    assert out.tolist() == pytest.approx([6.0, 22.0, 5.0])
+    assert scales.phase_split(zero, one, backward, 1.0, 1.0).tolist() == pytest.approx(one.tolist())
+
+
+def test_the_grids_hold_the_equal_pairs_around_the_shipped_factor():
+    assert {0.9, 0.95, 1.0} <= set(scales.A_GRID) & set(scales.B_GRID)
+    assert min(scales.B_GRID) < min(scales.A_GRID) and max(scales.A_GRID) > max(scales.B_GRID)
+
+
+def test_objective_is_the_mean_abs_log_error_at_the_pair():
+    steps = {"x": {(1.0, 1.0): 20.0, (1.0, 0.5): 10.0}, "y": {(1.0, 1.0): 10.0, (1.0, 0.5): 10.0}}
+    measured = {"x": 10.0, "y": 10.0}
+    assert scales.objective(steps, measured, (1.0, 1.0)) == pytest.approx(math.log(2.0) / 2)
+    assert scales.objective(steps, measured, (1.0, 0.5)) == pytest.approx(0.0)
