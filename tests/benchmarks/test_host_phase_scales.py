@@ -31,3 +31,22 @@ def test_objective_is_the_mean_abs_log_error_at_the_pair():
     measured = {"x": 10.0, "y": 10.0}
     assert scales.objective(steps, measured, (1.0, 1.0)) == pytest.approx(math.log(2.0) / 2)
     assert scales.objective(steps, measured, (1.0, 0.5)) == pytest.approx(0.0)
+
+
+def test_valley_takes_the_best_a_of_each_b():
+    pairs = [(a, b) for a in scales.A_GRID for b in scales.B_GRID]
+    # the error is least where a + b = 2 (or nearest it)
+    steps = {"x": {(a, b): 10.0 * math.exp(abs(a + b - 2.0)) for a, b in pairs}}
+    line = scales.valley(steps, {"x": 10.0}, pairs)
+    assert [b for _, b in line] == list(scales.B_GRID)
+    for a, b in line:
+        assert abs(a + b - 2.0) == pytest.approx(min(abs(x + b - 2.0) for x in scales.A_GRID))
+
+
+def test_few_lease_workloads_are_calibration_ones_outside_the_fit():
+    from suite import WORKLOADS
+
+    few = scales.few_lease_medians()
+    held_out = {w.name for w in WORKLOADS if w.held_out}
+    assert few and not (set(few) & held_out) and not (set(few) & set(scales.calibration_medians()))
+    assert all(n < scales.MIN_LEASES for _, n in few.values())
