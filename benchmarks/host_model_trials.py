@@ -36,7 +36,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from host_phase_factors import PHASES, emulated_trace, in_situ_ratio, lease_figures  # noqa: E402
-from host_scale import best_factor, calibration_medians, estimated_trace, log_error, steps_at_factors  # noqa: E402
+from host_scale import (  # noqa: E402
+    best_factor,
+    calibration_medians,
+    estimated_trace,
+    log_error,
+    print_report,
+    steps_at_factors,
+)
 from suite import WORKLOADS  # noqa: E402
 
 LEASES = ROOT / "benchmarks" / "gpu" / "host_phase_h200"
@@ -145,10 +152,7 @@ def main(argv: list[str] | None = None) -> int:
               "|---|---:|" + "---:|" * len(TRIALS)]
     for name, m in measured.items():
         lines.append(f"| {name} | {m:.2f} | " + " | ".join(f"{steps[t][name][best[t]] / m - 1:+.1%}" for t in TRIALS) + " |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    print_report(lines, args.out)
     return 0
 
 

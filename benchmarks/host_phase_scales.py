@@ -31,7 +31,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
 from ground_truth_repeatability import lease_medians  # noqa: E402
 from host_phase_factors import emulated_trace  # noqa: E402
-from host_scale import MIN_LEASES, calibration_medians, estimated_trace, log_error, steps_at_factors  # noqa: E402
+from host_scale import (  # noqa: E402
+    MIN_LEASES,
+    calibration_medians,
+    estimated_trace,
+    log_error,
+    print_report,
+    steps_at_factors,
+)
 from suite import WORKLOADS  # noqa: E402
 
 A_GRID = tuple(round(0.60 + 0.05 * i, 2) for i in range(17))
@@ -128,10 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             m, n = few[name]
             lines.append(f"| {name} | {n} | {m:.2f} | {s[same] / m - 1:+.1%} | {s[best] / m - 1:+.1%} | "
                          + " | ".join(f"{s[p] / m - 1:+.1%}" for p in line) + " |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    print_report(lines, args.out)
     return 0
 
 

@@ -95,6 +95,14 @@ def steps_at_factors(workload: Workload, df, host: list, launch: list, factors: 
     return out
 
 
+def print_report(lines: list[str], out: Path | None) -> None:
+    """Print the markdown `lines`, and write them to `out` when given."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        out.write_text(text)
+
+
 def log_error(predicted: float, measured: float) -> float:
     return abs(math.log(predicted / measured))
 
@@ -141,10 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         m = measured[name]
         lines.append(f"| {name} | {m:.2f} | {s[1.0]:.2f} | {s[1.0] / m - 1:+.1%} | {s[best]:.2f} | {s[best] / m - 1:+.1%} |")
     lines += ["", f"Kept: {best:.2f}."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    print_report(lines, args.out)
     if args.write:
         data = json.loads(HOST_FILE.read_text())
         data["host_scale"] = best

@@ -39,3 +39,13 @@ def test_the_shipped_factor_is_written_by_the_script():
     data = json.loads(host_scale_fit.HOST_FILE.read_text())
     assert data["host_scale"] in host_scale_fit.GRID
     assert data["host_scale_method"].startswith("python benchmarks/host_scale.py --write")
+
+
+def test_print_report_prints_the_lines_and_writes_them_only_when_asked(tmp_path, capsys):
+    out = tmp_path / "report.md"
+    host_scale_fit.print_report(["# t", "", "| a |"], out)
+    assert out.read_text() == "# t\n\n| a |\n"
+    assert "| a |" in capsys.readouterr().out
+    host_scale_fit.print_report(["x"], None)
+    assert capsys.readouterr().out == "x\n\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
