@@ -40,7 +40,7 @@ from host_scale import (  # noqa: E402
     best_factor,
     calibration_medians,
     estimated_trace,
-    log_error,
+    mean_log_error,
     print_report,
     steps_at_factors,
 )
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in TRIALS:
         errors = {n: s[best[t]] / measured[n] - 1 for n, s in steps[t].items()}
         worst = max(errors, key=lambda n: abs(errors[n]))
-        mean_log = statistics.fmean(log_error(s[best[t]], measured[n]) for n, s in steps[t].items())
+        mean_log = mean_log_error(steps[t], measured, best[t])
         lines.append(f"| {t} | {best[t]:.2f} | {mean_log:.4f} | {statistics.median(abs(e) for e in errors.values()):.1%} | "
                      f"{errors[worst]:+.1%} ({worst}) |")
     lines += ["", "| workload | leases' median ms | " + " | ".join(f"{t} ({best[t]:.2f})" for t in TRIALS) + " |",

@@ -19,7 +19,6 @@ Nothing is written to the shipped files. Only torch, pandas and the project are 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -33,9 +32,10 @@ from ground_truth_repeatability import lease_medians  # noqa: E402
 from host_phase_factors import emulated_trace  # noqa: E402
 from host_scale import (  # noqa: E402
     MIN_LEASES,
+    best_factor,
     calibration_medians,
     estimated_trace,
-    log_error,
+    mean_log_error,
     print_report,
     steps_at_factors,
 )
@@ -79,12 +79,7 @@ def few_lease_medians() -> dict[str, tuple[float, int]]:
 
 def valley(steps, measured, pairs) -> list[tuple[float, float]]:
     """For each b, the pair with the best a (the objective's valley across the grid)."""
-    return [min((p for p in pairs if p[1] == b), key=lambda p: (objective(steps, measured, p), p)) for b in B_GRID]
-
-
-def objective(steps: dict[str, dict[tuple[float, float], float]], measured: dict[str, float], pair) -> float:
-    """Mean |log(predicted / measured)| over the workloads at `pair`."""
-    return statistics.fmean(log_error(s[pair], measured[n]) for n, s in steps.items())
+    return [best_factor(steps, measured, [p for p in pairs if p[1] == b]) for b in B_GRID]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{i}/{len(measured) + len(few)}] {name}", file=sys.stderr, flush=True)
     others = {name: steps.pop(name) for name in few}
     pairs = [(a, b) for a in A_GRID for b in B_GRID]
-    best = min(pairs, key=lambda pair: (objective(steps, measured, pair), pair))
-    same = min((pair for pair in pairs if pair[0] == pair[1]), key=lambda pair: (objective(steps, measured, pair), pair))
+    best = best_factor(steps, measured, pairs)
+    same = best_factor(steps, measured, [pair for pair in pairs if pair[0] == pair[1]])
     lines = [
         "# The forward and the backward host costs scaled apart, on the calibration steps",
         "",
@@ -111,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         "more H200 leases, each scored on its median step over them; `a` scales the host costs outside the backward, "
         "`b` the backward's, of the shipped figures.",
         "",
-        f"- best pair: a = {best[0]:.2f}, b = {best[1]:.2f}, mean abs log error {objective(steps, measured, best):.4f}",
-        f"- best with a = b: {same[0]:.2f}, mean abs log error {objective(steps, measured, same):.4f}",
+        f"- best pair: a = {best[0]:.2f}, b = {best[1]:.2f}, mean abs log error {mean_log_error(steps, measured, best):.4f}",
+        f"- best with a = b: {same[0]:.2f}, mean abs log error {mean_log_error(steps, measured, same):.4f}",
         "",
         "Mean abs log error over the grid (rows b, columns a):",
         "",
@@ -120,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "|---|" + "---:|" * len(A_GRID),
     ]
     for b in B_GRID:
-        lines.append(f"| {b:.2f} | " + " | ".join(f"{objective(steps, measured, (a, b)):.4f}" for a in A_GRID) + " |")
+        lines.append(f"| {b:.2f} | " + " | ".join(f"{mean_log_error(steps, measured, (a, b)):.4f}" for a in A_GRID) + " |")
     lines += ["", f"| workload | leases' median ms | a = b = {same[0]:.2f} | a = {best[0]:.2f}, b = {best[1]:.2f} |",
               "|---|---:|---:|---:|"]
     for name, m in measured.items():

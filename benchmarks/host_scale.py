@@ -107,11 +107,15 @@ def log_error(predicted: float, measured: float) -> float:
     return abs(math.log(predicted / measured))
 
 
-def best_factor(steps: dict[str, dict[float, float]], measured: dict[str, float],
-                grid: tuple[float, ...] = GRID) -> float:
-    """The factor of `grid` with the least mean |log(predicted / measured)| over the workloads of `steps`
-    (the smaller factor on a tie)."""
-    return min(grid, key=lambda f: (statistics.fmean(log_error(s[f], measured[n]) for n, s in steps.items()), f))
+def mean_log_error(steps: dict[str, dict], measured: dict[str, float], key) -> float:
+    """Mean |log(predicted / measured)| over the workloads of `steps` (workload -> key -> predicted ms) at `key`."""
+    return statistics.fmean(log_error(s[key], measured[n]) for n, s in steps.items())
+
+
+def best_factor(steps: dict[str, dict], measured: dict[str, float], grid=GRID):
+    """The key of `grid` (a factor, or any sortable key of `steps`' rows) with the least `mean_log_error`
+    (the smaller key on a tie)."""
+    return min(grid, key=lambda f: (mean_log_error(steps, measured, f), f))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for factor in GRID[::5] + ((best,) if best not in GRID[::5] else ()):
         errors = [abs(s[factor] / measured[n] - 1) for n, s in steps.items()]
-        mean_log = statistics.fmean(log_error(s[factor], measured[n]) for n, s in steps.items())
+        mean_log = mean_log_error(steps, measured, factor)
         mark = " (kept)" if factor == best else ""
         lines.append(f"| {factor:.2f}{mark} | {mean_log:.4f} | {statistics.median(errors):.1%} | {max(errors):.1%} |")
     lines += ["", "| workload | leases' median ms | predicted ms, factor 1.00 | error | "
