@@ -166,13 +166,11 @@ def main() -> None:
     emit()
     emit(f"- forward measured / modelled, host-bound steps: {json.dumps({n: round(v, 3) for n, v in per_workload.items()})}")
     shipped = json.loads(HOST_FILE.read_text()).get("forward_in_situ_factor")
-    if not per_workload:
+    factor = round(in_situ_ratio(ratios), 3) if per_workload else None
+    if factor is None:
         emit(f"- forward_in_situ_factor: no host-bound calibration step to fit it on; shipped: {shipped}")
-        if args.write:
-            p.error("no host-bound calibration step: nothing to write")
-        return
-    factor = round(in_situ_ratio(ratios), 3)
-    emit(f"- forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads); shipped: {shipped}")
+    else:
+        emit(f"- forward_in_situ_factor = {factor} (median over {len(per_workload)} workloads); shipped: {shipped}")
     if args.out:
         leases_arg = "".join(f" --lease {d}" for d in args.lease or [])
         source = ", ".join(f"`{d}`" for d in args.lease) if args.lease else "`benchmarks/gpu/host_phase_h200/`"
@@ -185,6 +183,10 @@ def main() -> None:
                   "`maya.estimator.host_overhead.backward_costs_us`); the earlier leases by the method before it, "
                   "which read a median 1.79x the current one in one process (benchmarks/gpu/session35).", ""]
         args.out.write_text("\n".join(header + lines) + "\n")
+    if factor is None:
+        if args.write:
+            p.error("no host-bound calibration step: nothing to write")
+        return
     if args.write:
         data = json.loads(HOST_FILE.read_text())
         data["forward_in_situ_factor"] = factor

@@ -1,5 +1,6 @@
 """benchmarks/host_phase_factors.py: a lease directory in either layout gives its profiles and probes."""
 
+import gzip
 import importlib.util
 import json
 import sys
@@ -52,3 +53,18 @@ def test_kernel_busy_comes_from_the_h200_profiles_else_the_leases_own_else_none(
     h200 = json.loads((factors.OP_TIMES / "gpt2_124m_bf16.json").read_text())["kernel_busy_ms"]
     assert factors.kernel_busy_ms("gpt2_124m_bf16", tmp_path) == h200 != 1.0
     assert factors.kernel_busy_ms("unet_fp32_128px", tmp_path / "elsewhere") is None
+
+
+def test_out_is_written_when_no_step_is_host_bound(tmp_path, monkeypatch):
+    # lstm_lm_fp32's H200 profile is GPU-bound, so no factor is fitted; the table is still written.
+    lease = tmp_path / "lease_z"
+    _profile(lease / "host_overhead.json", 20.0)
+    steps = [{"forward_ms": 10.0, "backward_ms": 20.0, "optimizer_ms": 1.0, "host_step_ms": 32.0}] * 3
+    probe = {"steps": steps, "cuda_event_step_ms": [46.0, 46.0, 46.0]}
+    (lease / "lstm_lm_fp32.json.gz").write_bytes(gzip.compress(json.dumps(probe).encode()))
+    out = tmp_path / "table.md"
+    monkeypatch.setattr(sys, "argv", ["host_phase_factors.py", "--lease", str(lease), "--out", str(out)])
+    factors.main()
+    text = out.read_text()
+    assert "| lease_z | lstm_lm_fp32 | 46.00 | no | 10.00 / " in text
+    assert "no host-bound calibration step to fit it on" in text
