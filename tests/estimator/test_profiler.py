@@ -18,6 +18,7 @@ from maya.estimator.host_overhead import (
     _linear_relu_stack,
     _training_step,
     backward_costs_us,
+    first_plausible_line,
     measure_host_overhead,
 )
 from maya.estimator.profile_grid import CUDA_ONLY_OPS, FAMILIES, grid, make_case
@@ -223,6 +224,22 @@ def test_backward_figure_times_the_ops_it_counts():
     call_us, op_us, ops = backward_costs_us(torch.device("cpu"), 20, lambda: None)
     assert ops == 32 and op_us > 0 and math.isfinite(call_us)
 
+
+
+def test_a_backward_line_with_a_negative_fixed_cost_is_measured_again(caplog):
+    lines = iter([(-188.9, 26.7), (120.0, 19.0), (300.0, 18.0)])
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return next(lines)
+
+    assert first_plausible_line(measure, 3) == (120.0, 19.0) and len(calls) == 2
+    # None plausible: the least inflated slope, with a warning naming the lines.
+    lines = iter([(-5.0, 30.0), (-1.0, 21.0), (-9.0, 25.0)])
+    with caplog.at_level("WARNING"):
+        assert first_plausible_line(lambda: next(lines), 3) == (-1.0, 21.0)
+    assert "negative fixed cost in all 3" in caplog.text
 
 def test_cli_quick_run_writes_host_overhead(tmp_path):
     assert main(["--out", str(tmp_path), "--families", "copy,host", "--quick", "--device", "cpu"]) == 0
