@@ -28,11 +28,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "benchmarks" / "validation"))
-from ground_truth_repeatability import lease_medians  # noqa: E402
 from host_phase_factors import emulated_trace  # noqa: E402
 from host_scale import (  # noqa: E402
     MIN_LEASES,
     best_factor,
+    calibration_lease_medians,
     calibration_medians,
     estimated_trace,
     mean_log_error,
@@ -70,11 +70,11 @@ def pair_steps_ms(workload, trace_dir: Path) -> dict[tuple[float, float], float]
     return out
 
 
-def few_lease_medians() -> dict[str, tuple[float, int]]:
-    """Calibration workload -> (median step ms, leases) for those fewer than `MIN_LEASES` leases measured."""
-    medians = lease_medians()
-    return {w.name: medians[w.name] for w in WORKLOADS
-            if not w.held_out and w.name in medians and medians[w.name][1] < MIN_LEASES}
+def few_lease_medians(medians: dict[str, tuple[float, int]] | None = None) -> dict[str, tuple[float, int]]:
+    """Calibration workload -> (median step ms, leases) for those fewer than `MIN_LEASES` leases measured
+    (of `medians`, `calibration_lease_medians()` when not given): those `calibration_medians` leaves out."""
+    medians = calibration_lease_medians() if medians is None else medians
+    return {name: value for name, value in medians.items() if value[1] < MIN_LEASES}
 
 
 def valley(steps, measured, pairs) -> list[tuple[float, float]]:
@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, help="also write the printed tables to this markdown file")
     args = p.parse_args(argv)
-    measured = calibration_medians()
-    few = few_lease_medians()
+    medians = calibration_lease_medians()  # the leases' files, read once
+    measured, few = calibration_medians(medians), few_lease_medians(medians)
     workloads = {w.name: w for w in WORKLOADS}
     steps: dict[str, dict[tuple[float, float], float]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -47,11 +47,17 @@ GRID = tuple(round(0.50 + 0.01 * i, 2) for i in range(71))
 """Factors tried: 0.50 to 1.20."""
 
 
-def calibration_medians() -> dict[str, float]:
-    """Calibration workload -> its median step (ms) over the leases, for those `MIN_LEASES` or more measured."""
+def calibration_lease_medians() -> dict[str, tuple[float, int]]:
+    """Calibration workload -> (its median step ms over the leases, leases), for every one measured."""
     medians = lease_medians()
-    return {w.name: medians[w.name][0] for w in WORKLOADS
-            if not w.held_out and w.name in medians and medians[w.name][1] >= MIN_LEASES}
+    return {w.name: medians[w.name] for w in WORKLOADS if not w.held_out and w.name in medians}
+
+
+def calibration_medians(medians: dict[str, tuple[float, int]] | None = None) -> dict[str, float]:
+    """Calibration workload -> its median step (ms) over the leases, for those `MIN_LEASES` or more measured
+    (of `medians`, `calibration_lease_medians()` when not given)."""
+    medians = calibration_lease_medians() if medians is None else medians
+    return {name: ms for name, (ms, leases) in medians.items() if leases >= MIN_LEASES}
 
 
 def scaled_steps_ms(workload: Workload, trace_dir: Path, factors: tuple[float, ...]) -> dict[float, float]:
