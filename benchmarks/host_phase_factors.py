@@ -183,11 +183,9 @@ def main() -> None:
                   "`maya.estimator.host_overhead.backward_costs_us`); the earlier leases by the method before it, "
                   "which read a median 1.79x the current one in one process (benchmarks/gpu/session35).", ""]
         args.out.write_text("\n".join(header + lines) + "\n")
-    if factor is None:
-        if args.write:
-            p.error("no host-bound calibration step: nothing to write")
-        return
     if args.write:
+        if factor is None:
+            p.error("no host-bound calibration step: nothing to write")
         data = json.loads(HOST_FILE.read_text())
         data["forward_in_situ_factor"] = factor
         data["forward_in_situ_method"] = (
