@@ -7,8 +7,9 @@ Reads benchmarks/gpu/host_phase_h200/<lease>/: per calibration workload, the hos
 spends issuing its forward, backward and optimizer step (benchmarks/gpu/host_phase_probe.py), and
 that machine's host microbenchmarks (host_overhead*.json, `maya.estimator.host_overhead`, averaged
 when run twice). It emulates each workload once (2 warm-up + 2 steps) and sums Maya's host cost of a
-steady iteration per phase with that lease's microbenchmark figures and no in-situ factor, and prints
-measured / modelled per phase.
+steady iteration per phase with that lease's microbenchmark figures (the CNN-layer extras: the shipped
+in-situ ones at the lease's speed, as `maya emulate --host-profile` takes them) and no in-situ factor,
+and prints measured / modelled per phase.
 
 Only steps where the host, not the GPU, set the pace say anything about host cost (on a GPU-bound
 step the host blocks on a full launch queue, and its issue time is the GPU's): a workload counts on a
@@ -56,6 +57,15 @@ def lease_figures(lease: Path) -> dict[str, float]:
     files = sorted(lease.glob("host_overhead*.json")) or sorted(lease.glob("host*/host_overhead.json"))
     runs = [json.loads(p.read_text())["per_op_us"] for p in files]
     return {k: statistics.fmean(run[k] for run in runs) for k in runs[0] if k not in IN_SITU_EXTRAS}
+
+
+def model_figures(lease: Path) -> dict[str, float]:
+    """The figures Maya's host model takes for the lease: its microbenchmarks (`lease_figures`) with
+    the shipped in-situ CNN extras put at its speed, as `maya emulate --host-profile` takes them
+    (`maya.estimator.host_cost.with_in_situ_extras`)."""
+    from maya.estimator.host_cost import with_in_situ_extras
+
+    return with_in_situ_extras(lease_figures(lease))
 
 
 def probe_files(lease: Path) -> dict[str, Path]:
@@ -147,7 +157,7 @@ def main() -> None:
         emit("| lease | workload | measured step ms | host-bound | " + " | ".join(f"{p} measured / model ms" for p in PHASES) + " |")
         emit("|---|---|---:|---|" + "---:|" * len(PHASES))
         for lease in leases:
-            figures = lease_figures(lease)
+            figures = model_figures(lease)
             for name, trace in traces.items():
                 path = probes[lease].get(name)
                 if path is None:
@@ -177,7 +187,8 @@ def main() -> None:
         header = ["# Host issue time per phase: real GPU steps against Maya's host model", "",
                   f"- Made by `python benchmarks/host_phase_factors.py{leases_arg} --out {args.out}` from "
                   f"{source} (commands in its COMMANDS.md); model figures are each lease's own "
-                  "microbenchmarks (the CNN-layer extras: the shipped in-situ ones), without the in-situ factor.",
+                  "microbenchmarks (the CNN-layer extras: the shipped in-situ ones at the lease's speed, as "
+                  "`--host-profile` takes them), without the in-situ factor.",
                   "- Backward microbenchmark: lease_n (session 35) and later by the current method (gradients unset "
                   "before each call, the engine's fixed cost per call apart: "
                   "`maya.estimator.host_overhead.backward_costs_us`); the earlier leases by the method before it, "

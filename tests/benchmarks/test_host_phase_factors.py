@@ -38,6 +38,18 @@ def test_lease_profiles_are_averaged_and_probes_found_in_either_layout(tmp_path,
     assert {n: p.name for n, p in factors.probe_files(tmp_path).items()} == {"mlp_tiny_adamw": "mlp_tiny_adamw.json.gz"}
 
 
+def test_the_model_takes_the_shipped_cnn_extras_at_the_lease_speed_as_host_profile_does(tmp_path):
+    from maya.estimator.host_cost import IN_SITU_EXTRAS, host_overhead, read_host_profile
+
+    _profile(tmp_path / "host_overhead.json", 20.0)
+    figures = factors.model_figures(tmp_path)
+    speed = 7.0 / host_overhead()["aten_op_us"]
+    assert speed != pytest.approx(1.0)
+    for key in IN_SITU_EXTRAS:  # not the lease's tiny-layer reading (99 us), nor the shipped figure unscaled
+        assert figures[key] == pytest.approx(host_overhead()[key] * speed)
+    assert figures == pytest.approx(read_host_profile(tmp_path / "host_overhead.json"))
+
+
 def test_write_is_refused_with_another_lease(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["host_phase_factors.py", "--write", "--lease", str(tmp_path)])
     with pytest.raises(SystemExit):
