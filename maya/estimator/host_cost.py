@@ -72,7 +72,7 @@ def with_in_situ_extras(figures: dict[str, float], gpu: str = "h200") -> dict[st
     if "aten_op_us" not in figures or not shipped.get("aten_op_us"):
         return figures
     speed = figures["aten_op_us"] / shipped["aten_op_us"]
-    return {**figures, **{k: shipped[k] * speed for k in IN_SITU_EXTRAS if k in shipped}}
+    return {**figures, **{k: shipped[k] * speed for k in sorted(IN_SITU_EXTRAS) if k in shipped}}
 
 
 def host_profile_figures(profile: str | Path | Mapping[str, float] | None) -> dict[str, float] | None:
