@@ -62,7 +62,10 @@ def main() -> None:
         # The sum of per-op GPU times, not `kernel_busy_ms`: profiles made before op_time_probe.py
         # dropped gpu_user_annotation ranges count those ranges as busy time.
         busy_ms = sum(v["self_device_us"] for v in prof["per_op"].values()) / 1e3
-        print(f"{name}: step measured {truth[name]['median_step_ms']:.2f} ms, predicted {pred_ms:.2f}; "
+        # The prediction is of the profiled iteration, which may follow a logging sync (a host-bound
+        # step after one is predicted slower than the steady median validate.py scores).
+        print(f"{name}: step measured {truth[name]['median_step_ms']:.2f} ms (the first lease's median), "
+              f"predicted {pred_ms:.2f} for the profiled iteration {prof['iteration']}; "
               f"GPU busy measured {busy_ms:.2f}, estimated {kernels.duration_us.sum() / 1e3:.2f}; "
               f"host estimated {it.host_us.sum() / 1e3:.2f} ms for {len(kernels)} ops ({prof['kernels']} kernels)")
         est = kernels.assign(key=kernels.op.map(profiler_key)).groupby("key").duration_us.agg(["sum", "count"])
