@@ -72,7 +72,7 @@ def with_in_situ_extras(figures: dict[str, float], gpu: str = "h200") -> dict[st
     if "aten_op_us" not in figures or not shipped.get("aten_op_us"):
         return figures
     speed = figures["aten_op_us"] / shipped["aten_op_us"]
-    return {**figures, **{k: shipped[k] * speed for k in sorted(IN_SITU_EXTRAS) if k in shipped}}
+    return {**figures, **{k: shipped[k] * speed for k in IN_SITU_EXTRAS if k in shipped}}
 
 
 def host_profile_figures(profile: str | Path | Mapping[str, float] | None) -> dict[str, float] | None:
@@ -327,10 +327,11 @@ LAYER_EXTRA_COST = {
 """Trace op -> the host figure (`maya.estimator.host_overhead`) it pays beyond its
 phase's one-launch figure; nothing where the GPU's figures lack it."""
 
-IN_SITU_EXTRAS = frozenset(LAYER_EXTRA_COST.values())
+IN_SITU_EXTRAS = tuple(sorted(set(LAYER_EXTRA_COST.values())))
 """The layer extras, which the shipped figures take from real CNN steps' profiles
 (benchmarks/cnn_host_extra.py), where a machine's `maya profile --families host` times tiny layers whose
-readings moved 0-86 us between leases (`with_in_situ_extras`)."""
+readings moved 0-86 us between leases (`with_in_situ_extras`). Sorted, so that every process adds them in
+one order."""
 
 
 RNN_CELL_LAUNCH = {"aten::_cudnn_rnn": "rnn_cell_forward_us", "aten::_cudnn_rnn_backward": "rnn_cell_backward_us"}
