@@ -225,7 +225,6 @@ def test_backward_figure_times_the_ops_it_counts():
     assert ops == 32 and op_us > 0 and math.isfinite(call_us)
 
 
-
 def test_a_backward_line_with_a_negative_fixed_cost_is_measured_again(caplog):
     lines = iter([(-188.9, 26.7), (120.0, 19.0), (300.0, 18.0)])
     calls = []
@@ -240,6 +239,7 @@ def test_a_backward_line_with_a_negative_fixed_cost_is_measured_again(caplog):
     with caplog.at_level("WARNING"):
         assert first_plausible_line(lambda: next(lines), 3) == (-1.0, 21.0)
     assert "negative fixed cost in all 3" in caplog.text
+
 
 def test_cli_quick_run_writes_host_overhead(tmp_path):
     assert main(["--out", str(tmp_path), "--families", "copy,host", "--quick", "--device", "cpu"]) == 0
